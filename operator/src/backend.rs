@@ -1,0 +1,88 @@
+//! The engine behind the REST API. The local backend runs functions as
+//! processes on this machine; the kube backend (a later issue) reconciles
+//! custom resources. The API layer validates input, authenticates and
+//! authorises; a backend only stores, builds and runs.
+
+use crate::Result;
+use bytes::Bytes;
+use sless_wire::function::{FunctionSpec, LogKind, NamespaceInfo};
+use sless_wire::{Function, UpdateFunction};
+use std::time::Duration;
+
+/// Where the invoke proxy sends a request for a function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvokeTarget {
+    /// Base URL of the function's HTTP server, e.g. `http://127.0.0.1:40123`.
+    pub base_url: String,
+    /// The function's `timeout_sec`: the proxy answers 504 past it.
+    pub timeout: Duration,
+}
+
+/// A verified code upload, handed to [`Backend::upload_code`].
+#[derive(Debug, Clone)]
+pub struct CodeBundle {
+    /// The zip bytes, already checked by `codezip::inspect`.
+    pub zip: Bytes,
+    /// sha256 (hex) of `zip`, verified against the client's claim.
+    pub sha256: String,
+    /// The client's source hash, stored as given.
+    pub source_hash: Option<String>,
+}
+
+/// Operations every backend provides. Names and specs arrive validated.
+#[async_trait::async_trait]
+pub trait Backend: Send + Sync + 'static {
+    /// Creates the namespace when missing; idempotent.
+    async fn ensure_namespace(&self, namespace: &str) -> Result<NamespaceInfo>;
+
+    /// Creates a function in phase Pending (no code yet).
+    /// `Error::AlreadyExists` when the name is taken, `Error::NotFound` when
+    /// the namespace does not exist.
+    async fn create_function(
+        &self,
+        namespace: &str,
+        name: &str,
+        spec: FunctionSpec,
+    ) -> Result<Function>;
+
+    /// Reads one function.
+    async fn get_function(&self, namespace: &str, name: &str) -> Result<Function>;
+
+    /// Lists a namespace's functions sorted by name.
+    async fn list_functions(&self, namespace: &str) -> Result<Vec<Function>>;
+
+    /// Applies a partial update atomically (absent fields are kept). A runtime
+    /// change rebuilds; env, entrypoint, memory and timeout changes restart the
+    /// process without a rebuild.
+    async fn update_function(
+        &self,
+        namespace: &str,
+        name: &str,
+        update: UpdateFunction,
+    ) -> Result<Function>;
+
+    /// Deletes a function, stopping its build and process. After this returns,
+    /// `get_function` answers `NotFound` (possibly after a short Deleting phase).
+    async fn delete_function(&self, namespace: &str, name: &str) -> Result<()>;
+
+    /// Stores code and starts a build, exactly once per code version: uploading
+    /// the code the function already runs changes nothing.
+    async fn upload_code(&self, namespace: &str, name: &str, code: CodeBundle)
+    -> Result<Function>;
+
+    /// The build or run log, optionally only its last `tail` lines.
+    async fn read_logs(
+        &self,
+        namespace: &str,
+        name: &str,
+        kind: LogKind,
+        tail: Option<usize>,
+    ) -> Result<String>;
+
+    /// Where to proxy an invocation: `NotFound` for a missing function,
+    /// `NotReady` while it builds or restarts.
+    async fn invoke_target(&self, namespace: &str, name: &str) -> Result<InvokeTarget>;
+
+    /// Stops everything the backend runs (function processes, builds) cleanly.
+    async fn shutdown(&self);
+}

@@ -1,0 +1,337 @@
+//! Request and response bodies for namespaces and functions.
+
+use crate::limits::{MEMORY_MB_DEFAULT, TIMEOUT_SEC_DEFAULT};
+use crate::runtime::Runtime;
+use crate::validate::{self, FieldError};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Answer of `POST /v1/namespaces/{ns}/ensure`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NamespaceInfo {
+    /// The namespace, `sless-` + 8 hex characters.
+    pub namespace: String,
+    /// True when this call created it, false when it already existed.
+    pub created: bool,
+}
+
+/// Body of `POST /v1/namespaces/{ns}/functions`.
+///
+/// Required fields are `Option` on the wire so that a missing one is answered
+/// with a 400 naming it, not a generic parse error. [`CreateFunction::validate`]
+/// turns it into a checked [`FunctionSpec`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CreateFunction {
+    /// Function name, a DNS-1123 label. Required.
+    pub name: Option<String>,
+    /// Runtime, e.g. `python3.11` or `nodejs20`. Required.
+    pub runtime: Option<String>,
+    /// `module.function`, e.g. `main.handler`. Required.
+    pub entrypoint: Option<String>,
+    /// Environment variables given to the function.
+    #[serde(default)]
+    pub env_vars: BTreeMap<String, String>,
+    /// Memory limit in MiB (default 128).
+    pub memory_mb: Option<i64>,
+    /// Per-invocation timeout in seconds (default 30).
+    pub timeout_sec: Option<i64>,
+}
+
+/// Body of `PATCH /v1/namespaces/{ns}/functions/{name}`: every field optional;
+/// an absent field keeps its current value (a partial update never wipes).
+/// `env_vars`, when given, replaces the whole map.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UpdateFunction {
+    /// New runtime (the code is rebuilt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
+    /// New entrypoint (the process restarts, no rebuild).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entrypoint: Option<String>,
+    /// New environment (the process restarts, no rebuild).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env_vars: Option<BTreeMap<String, String>>,
+    /// New memory limit in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<i64>,
+    /// New timeout in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_sec: Option<i64>,
+}
+
+/// The desired state of a function, validated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FunctionSpec {
+    /// The runtime.
+    pub runtime: Runtime,
+    /// `module.function`.
+    pub entrypoint: String,
+    /// Environment variables (applied in sorted order).
+    pub env_vars: BTreeMap<String, String>,
+    /// Memory limit in MiB.
+    pub memory_mb: u32,
+    /// Per-invocation timeout in seconds.
+    pub timeout_sec: u32,
+}
+
+/// Lifecycle phase of a function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum Phase {
+    /// Created, waiting for code.
+    Pending,
+    /// Unpacking code, installing dependencies, starting the process.
+    Building,
+    /// Serving invocations.
+    Ready,
+    /// The build or start failed; `message` and the build log say why.
+    /// A new code upload or spec update tries again.
+    Failed,
+    /// Being deleted.
+    Deleting,
+}
+
+impl Phase {
+    /// True for phases a waiter can stop on: Ready and Failed.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Phase::Ready | Phase::Failed)
+    }
+
+    /// The phase name as shown to users.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Pending => "Pending",
+            Phase::Building => "Building",
+            Phase::Ready => "Ready",
+            Phase::Failed => "Failed",
+            Phase::Deleting => "Deleting",
+        }
+    }
+}
+
+/// What the operator observed about a function.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FunctionStatus {
+    /// Lifecycle phase.
+    pub phase: Phase,
+    /// Why the function is in this phase, e.g. the build error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// sha256 (hex) of the uploaded zip: the content-addressed code key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_sha256: Option<String>,
+    /// The client's own hash of the source content, stored as given with the
+    /// upload, so a client can detect drift without re-zipping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_hash: Option<String>,
+    /// Image reference where the backend builds images (kube); for the local
+    /// backend `local/<ns>/<name>:<first 12 hex of code_sha256>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_ref: Option<String>,
+    /// RFC 3339 time the last successful build finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_built_at: Option<String>,
+    /// Path of the authenticated invoke endpoint, relative to the operator.
+    pub invoke_path: String,
+    /// How often the function's process was restarted after a crash.
+    #[serde(default)]
+    pub restarts: u32,
+}
+
+/// A function as the API returns it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Function {
+    /// Namespace it lives in.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Desired state.
+    pub spec: FunctionSpec,
+    /// Observed state.
+    pub status: FunctionStatus,
+    /// RFC 3339 creation time.
+    pub created_at: String,
+    /// RFC 3339 time of the last spec or code change.
+    pub updated_at: String,
+}
+
+/// Answer of `GET /v1/namespaces/{ns}/functions`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FunctionList {
+    /// Functions sorted by name.
+    pub items: Vec<Function>,
+}
+
+/// Query of `PUT .../code`: the body is the zip itself (`application/zip`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+pub struct CodeUpload {
+    /// sha256 (hex) of the zip body; the operator verifies it (400 if it differs).
+    pub sha256: String,
+    /// Optional client-side hash of the source content, stored as given.
+    #[serde(default)]
+    pub source_hash: Option<String>,
+}
+
+/// Which log `GET .../logs` returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum LogKind {
+    /// Output of the last build (unpack, dependency install, start).
+    #[default]
+    Build,
+    /// The function process's stdout and stderr.
+    Run,
+}
+
+/// Query of `GET .../logs`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+pub struct LogQuery {
+    /// `build` (default) or `run`.
+    #[serde(default)]
+    pub kind: LogKind,
+    /// Only the last N lines.
+    #[serde(default)]
+    pub tail: Option<usize>,
+}
+
+fn required<'a>(field: &str, v: &'a Option<String>) -> Result<&'a str, FieldError> {
+    v.as_deref().ok_or_else(|| FieldError::missing(field))
+}
+
+impl CreateFunction {
+    /// Checks every field and returns the function name and its spec, or the
+    /// first field that breaks a rule.
+    pub fn validate(&self) -> Result<(String, FunctionSpec), FieldError> {
+        let name = required("name", &self.name)?;
+        validate::name("name", name)?;
+        let runtime = validate::runtime("runtime", required("runtime", &self.runtime)?)?;
+        let entrypoint = required("entrypoint", &self.entrypoint)?;
+        validate::entrypoint("entrypoint", runtime, entrypoint)?;
+        validate::env_vars("env_vars", &self.env_vars)?;
+        let memory_mb = match self.memory_mb {
+            Some(m) => validate::memory_mb("memory_mb", m)?,
+            None => MEMORY_MB_DEFAULT,
+        };
+        let timeout_sec = match self.timeout_sec {
+            Some(t) => validate::timeout_sec("timeout_sec", t)?,
+            None => TIMEOUT_SEC_DEFAULT,
+        };
+        Ok((
+            name.to_string(),
+            FunctionSpec {
+                runtime,
+                entrypoint: entrypoint.to_string(),
+                env_vars: self.env_vars.clone(),
+                memory_mb,
+                timeout_sec,
+            },
+        ))
+    }
+}
+
+impl UpdateFunction {
+    /// Applies this partial update to `current`, validating every given field.
+    /// Fields that are absent keep their current value.
+    pub fn apply_to(&self, current: &FunctionSpec) -> Result<FunctionSpec, FieldError> {
+        let mut next = current.clone();
+        if let Some(r) = &self.runtime {
+            next.runtime = validate::runtime("runtime", r)?;
+        }
+        if let Some(e) = &self.entrypoint {
+            next.entrypoint = e.clone();
+        }
+        // Re-check the entrypoint whenever it or the runtime changed.
+        if self.entrypoint.is_some() || self.runtime.is_some() {
+            validate::entrypoint("entrypoint", next.runtime, &next.entrypoint)?;
+        }
+        if let Some(env) = &self.env_vars {
+            validate::env_vars("env_vars", env)?;
+            next.env_vars = env.clone();
+        }
+        if let Some(m) = self.memory_mb {
+            next.memory_mb = validate::memory_mb("memory_mb", m)?;
+        }
+        if let Some(t) = self.timeout_sec {
+            next.timeout_sec = validate::timeout_sec("timeout_sec", t)?;
+        }
+        Ok(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn create() -> CreateFunction {
+        CreateFunction {
+            name: Some("hello".into()),
+            runtime: Some("python3.11".into()),
+            entrypoint: Some("main.handler".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn create_fills_defaults() {
+        let (name, spec) = create().validate().unwrap();
+        assert_eq!(name, "hello");
+        assert_eq!(spec.memory_mb, MEMORY_MB_DEFAULT);
+        assert_eq!(spec.timeout_sec, TIMEOUT_SEC_DEFAULT);
+    }
+
+    #[test]
+    fn create_names_the_missing_field() {
+        let mut c = create();
+        c.entrypoint = None;
+        let err = c.validate().unwrap_err();
+        assert_eq!(err.field, "entrypoint");
+        assert!(err.missing);
+    }
+
+    #[test]
+    fn create_names_the_bad_runtime() {
+        let mut c = create();
+        c.runtime = Some("ruby3.0".into());
+        assert_eq!(c.validate().unwrap_err().field, "runtime");
+    }
+
+    #[test]
+    fn partial_update_keeps_other_fields() {
+        let (_, mut spec) = create().validate().unwrap();
+        spec.env_vars.insert("A".into(), "1".into());
+        spec.memory_mb = 256;
+        let next = UpdateFunction {
+            timeout_sec: Some(60),
+            ..Default::default()
+        }
+        .apply_to(&spec)
+        .unwrap();
+        assert_eq!(next.timeout_sec, 60);
+        assert_eq!(next.memory_mb, 256);
+        assert_eq!(next.env_vars.get("A").map(String::as_str), Some("1"));
+    }
+
+    #[test]
+    fn update_rechecks_entrypoint_on_runtime_change() {
+        let (_, spec) = create().validate().unwrap();
+        // main.handler is valid for both languages; a Python-only dotted path with
+        // a '-' is not valid for either.
+        let err = UpdateFunction {
+            entrypoint: Some("bad-mod.handler".into()),
+            ..Default::default()
+        }
+        .apply_to(&spec)
+        .unwrap_err();
+        assert_eq!(err.field, "entrypoint");
+    }
+}

@@ -1,0 +1,24 @@
+//! Wire types shared by `sless-operator` and `terraform-provider-sless`.
+//!
+//! Everything both sides must agree on lives here, so they cannot drift:
+//! the REST paths ([`paths`]), request and response bodies ([`function`]),
+//! the error body ([`error`]), field limits and validation rules
+//! ([`limits`], [`validate`]), the runtime list ([`runtime`]) and the
+//! namespace rule ([`namespace`]).
+
+pub mod error;
+pub mod function;
+pub mod limits;
+pub mod namespace;
+pub mod paths;
+pub mod runtime;
+pub mod validate;
+
+pub use error::{ApiError, ErrorBody, ErrorCode};
+pub use function::{
+    CodeUpload, CreateFunction, Function, FunctionList, FunctionStatus, NamespaceInfo, Phase,
+    UpdateFunction,
+};
+pub use namespace::namespace_for_sub;
+pub use runtime::Runtime;
+pub use validate::FieldError;

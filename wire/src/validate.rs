@@ -1,0 +1,251 @@
+//! Validation rules shared by the operator (400 answers) and the provider
+//! (plan-time diagnostics). Each rule returns a [`FieldError`] that names the
+//! field and the rule it broke.
+
+use crate::limits::*;
+use crate::runtime::{Language, Runtime};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A field that broke a rule: which field, and a message a person can act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// The field's name as the user wrote it, e.g. `memory_mb` or `env_vars.FOO`.
+    pub field: String,
+    /// What is wrong and what is allowed.
+    pub message: String,
+    /// True when the field was absent rather than wrong.
+    pub missing: bool,
+}
+
+impl FieldError {
+    /// A field whose value breaks a rule.
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            message: message.into(),
+            missing: false,
+        }
+    }
+
+    /// A required field that was not given.
+    pub fn missing(field: impl Into<String>) -> Self {
+        let field = field.into();
+        FieldError {
+            message: format!("{field} is required"),
+            field,
+            missing: true,
+        }
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+impl std::error::Error for FieldError {}
+
+/// A DNS-1123 label: 1..=63 characters of `a-z`, `0-9` and `-`, starting and
+/// ending with a letter or digit.
+pub fn name(field: &str, value: &str) -> Result<(), FieldError> {
+    let rule = "must be a DNS-1123 label: 1-63 characters of lowercase letters, digits and '-', starting and ending with a letter or digit";
+    let ok = !value.is_empty()
+        && value.len() <= NAME_MAX_LEN
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !value.starts_with('-')
+        && !value.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(FieldError::invalid(
+            field,
+            format!("{value:?} {rule}"),
+        ))
+    }
+}
+
+/// A runtime from [`Runtime::ALL`].
+pub fn runtime(field: &str, value: &str) -> Result<Runtime, FieldError> {
+    value
+        .parse::<Runtime>()
+        .map_err(|e| FieldError::invalid(field, e.to_string()))
+}
+
+fn is_identifier(s: &str, extra: &[u8]) -> bool {
+    let mut bytes = s.bytes();
+    match bytes.next() {
+        Some(b) if b.is_ascii_alphabetic() || b == b'_' || extra.contains(&b) => {}
+        _ => return false,
+    }
+    bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_' || extra.contains(&b))
+}
+
+/// An entrypoint `module.function`.
+///
+/// Python: a dotted module path and a function name (`main.handler`,
+/// `pkg.mod.handler`). Node.js: a file path without extension, relative to the
+/// code root, and an exported function (`index.handler`, `src/app.handler`).
+pub fn entrypoint(field: &str, runtime: Runtime, value: &str) -> Result<(), FieldError> {
+    let fail = |why: &str| {
+        Err(FieldError::invalid(
+            field,
+            format!("{value:?} is not a valid entrypoint for {runtime}: {why}"),
+        ))
+    };
+    if value.is_empty() {
+        return fail("it is empty");
+    }
+    if value.len() > ENTRYPOINT_MAX_LEN {
+        return fail("it is longer than 255 characters");
+    }
+    let Some((module, function)) = value.rsplit_once('.') else {
+        return fail("expected the form module.function, e.g. main.handler");
+    };
+    match runtime.language() {
+        Language::Python => {
+            if !is_identifier(function, b"") {
+                return fail("the function name must be a Python identifier");
+            }
+            if module.is_empty() || !module.split('.').all(|p| is_identifier(p, b"")) {
+                return fail("the module must be a dotted Python module path, e.g. main or pkg.main");
+            }
+        }
+        Language::Node => {
+            if !is_identifier(function, b"$") {
+                return fail("the export name must be a JavaScript identifier");
+            }
+            let segments_ok = !module.is_empty()
+                && !module.starts_with('/')
+                && module.split('/').all(|seg| {
+                    !seg.is_empty()
+                        && seg != "."
+                        && seg != ".."
+                        && seg
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+                });
+            if !segments_ok {
+                return fail("the module must be a relative file path without extension, e.g. index or src/app");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `memory_mb` within [`MEMORY_MB_MIN`]..=[`MEMORY_MB_MAX`].
+pub fn memory_mb(field: &str, value: i64) -> Result<u32, FieldError> {
+    in_range(field, value, MEMORY_MB_MIN, MEMORY_MB_MAX, "MiB")
+}
+
+/// `timeout_sec` within [`TIMEOUT_SEC_MIN`]..=[`TIMEOUT_SEC_MAX`].
+pub fn timeout_sec(field: &str, value: i64) -> Result<u32, FieldError> {
+    in_range(field, value, TIMEOUT_SEC_MIN, TIMEOUT_SEC_MAX, "seconds")
+}
+
+fn in_range(field: &str, value: i64, min: u32, max: u32, unit: &str) -> Result<u32, FieldError> {
+    if value < i64::from(min) || value > i64::from(max) {
+        return Err(FieldError::invalid(
+            field,
+            format!("{value} is out of range: must be between {min} and {max} {unit}"),
+        ));
+    }
+    Ok(value as u32)
+}
+
+/// Environment variables: POSIX-style names, no reserved `SLESS_` prefix,
+/// bounded count and sizes.
+pub fn env_vars(field: &str, vars: &BTreeMap<String, String>) -> Result<(), FieldError> {
+    if vars.len() > ENV_VARS_MAX {
+        return Err(FieldError::invalid(
+            field,
+            format!("{} variables given, at most {ENV_VARS_MAX} are allowed", vars.len()),
+        ));
+    }
+    for (k, v) in vars {
+        let path = format!("{field}.{k}");
+        if k.len() > ENV_NAME_MAX_LEN || !is_identifier(k, b"") {
+            return Err(FieldError::invalid(
+                path,
+                "variable names must start with a letter or '_' and contain only letters, digits and '_'",
+            ));
+        }
+        if k.starts_with(ENV_RESERVED_PREFIX) {
+            return Err(FieldError::invalid(
+                path,
+                format!("names starting with {ENV_RESERVED_PREFIX} are reserved for the platform"),
+            ));
+        }
+        if v.len() > ENV_VALUE_MAX_BYTES {
+            return Err(FieldError::invalid(
+                path,
+                format!("the value is {} bytes, at most {ENV_VALUE_MAX_BYTES} are allowed", v.len()),
+            ));
+        }
+        if v.contains('\0') {
+            return Err(FieldError::invalid(path, "values cannot contain NUL bytes"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_dns_1123() {
+        for ok in ["a", "hello", "hello-world", "f1", &"a".repeat(63)] {
+            assert!(name("name", ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "Hello", "-a", "a-", "a_b", "a.b", &"a".repeat(64), "héllo"] {
+            let err = name("name", bad).unwrap_err();
+            assert_eq!(err.field, "name");
+        }
+    }
+
+    #[test]
+    fn entrypoints_per_language() {
+        let py = Runtime::Python311;
+        let js = Runtime::Nodejs20;
+        assert!(entrypoint("entrypoint", py, "main.handler").is_ok());
+        assert!(entrypoint("entrypoint", py, "pkg.mod.handler").is_ok());
+        assert!(entrypoint("entrypoint", py, "handler").is_err());
+        assert!(entrypoint("entrypoint", py, "main.").is_err());
+        assert!(entrypoint("entrypoint", py, "ma-in.handler").is_err());
+        assert!(entrypoint("entrypoint", py, "../x.handler").is_err());
+        assert!(entrypoint("entrypoint", js, "index.handler").is_ok());
+        assert!(entrypoint("entrypoint", js, "src/app.$h").is_ok());
+        assert!(entrypoint("entrypoint", js, "../index.handler").is_err());
+        assert!(entrypoint("entrypoint", js, "/etc/passwd.x").is_err());
+        assert!(entrypoint("entrypoint", js, "index.").is_err());
+    }
+
+    #[test]
+    fn ranges_name_the_bounds() {
+        assert_eq!(memory_mb("memory_mb", 128), Ok(128));
+        let err = memory_mb("memory_mb", 1).unwrap_err();
+        assert!(err.message.contains("64") && err.message.contains("4096"));
+        assert!(timeout_sec("timeout_sec", 0).is_err());
+        assert!(timeout_sec("timeout_sec", 901).is_err());
+        assert!(timeout_sec("timeout_sec", -5).is_err());
+    }
+
+    #[test]
+    fn env_var_rules() {
+        let mut vars = BTreeMap::new();
+        vars.insert("GREETING".to_string(), "hi".to_string());
+        assert!(env_vars("env_vars", &vars).is_ok());
+        vars.insert("SLESS_ENTRYPOINT".to_string(), "x".to_string());
+        assert_eq!(
+            env_vars("env_vars", &vars).unwrap_err().field,
+            "env_vars.SLESS_ENTRYPOINT"
+        );
+        let mut bad = BTreeMap::new();
+        bad.insert("1X".to_string(), String::new());
+        assert!(env_vars("env_vars", &bad).is_err());
+    }
+}
