@@ -1,0 +1,349 @@
+"""sless Python runtime server (standard library only).
+
+Serve mode:    python3 -u server.py
+One-shot mode: python3 -u server.py --once INPUT_FILE OUTPUT_FILE
+
+Implements docs/runtime-protocol.md (operator <-> runtime) and
+docs/handler-contract.md (what a function receives and returns).
+"""
+
+import asyncio
+import base64
+import importlib
+import inspect
+import json
+import os
+import signal
+import sys
+import threading
+import traceback
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+EXIT_LOAD_FAILED = 3
+
+
+class Context(dict):
+    """The handler's context: a dict (context["requestId"]) whose keys can also be
+    read as attributes (context.requestId)."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def fail_load(message):
+    sys.stderr.write("sless: cannot load entrypoint: %s\n" % message)
+    sys.stderr.flush()
+    sys.exit(EXIT_LOAD_FAILED)
+
+
+def load_handler():
+    """Imports SLESS_ENTRYPOINT (`module.function`) or exits with status 3."""
+    entrypoint = os.environ.get("SLESS_ENTRYPOINT", "")
+    module_name, _, func_name = entrypoint.rpartition(".")
+    if not module_name or not func_name:
+        fail_load("SLESS_ENTRYPOINT %r is not of the form module.function" % entrypoint)
+    code_dir = os.environ.get("SLESS_CODE_DIR") or os.getcwd()
+    if code_dir not in sys.path:
+        sys.path.insert(0, code_dir)
+    try:
+        module = importlib.import_module(module_name)
+    except BaseException:  # noqa: BLE001 - report anything the import raised
+        traceback.print_exc()
+        fail_load(
+            "entrypoint %r: module %r cannot be imported (see the traceback above)"
+            % (entrypoint, module_name)
+        )
+    if not hasattr(module, func_name):
+        fail_load(
+            "entrypoint %r: module %r has no attribute %r"
+            % (entrypoint, module_name, func_name)
+        )
+    func = getattr(module, func_name)
+    if not callable(func):
+        fail_load(
+            "entrypoint %r: %s.%s is a %s, not a function"
+            % (entrypoint, module_name, func_name, type(func).__name__)
+        )
+    return func
+
+
+def takes_one_argument(func):
+    """True when the handler should be called as handler(event)."""
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [
+        p
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    has_varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
+    return len(positional) == 1 and not has_varargs
+
+
+class Invoker:
+    """Calls the handler, sync or async. Coroutines run on one shared event loop
+    in a background thread so that concurrent async invocations interleave."""
+
+    def __init__(self, func):
+        self.func = func
+        self.one_arg = takes_one_argument(func)
+        self._loop = None
+        self._lock = threading.Lock()
+
+    def _event_loop(self):
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                t = threading.Thread(target=loop.run_forever, name="sless-asyncio", daemon=True)
+                t.start()
+                self._loop = loop
+            return self._loop
+
+    def call(self, event, context):
+        result = self.func(event) if self.one_arg else self.func(event, context)
+        if inspect.isawaitable(result):
+            async def wrap(aw):
+                return await aw
+
+            future = asyncio.run_coroutine_threadsafe(wrap(result), self._event_loop())
+            result = future.result()
+        return result
+
+
+def make_context(request_id):
+    timeout = os.environ.get("SLESS_TIMEOUT_SEC", "")
+    return Context(
+        function=os.environ.get("SLESS_FUNCTION", ""),
+        namespace=os.environ.get("SLESS_NAMESPACE", ""),
+        requestId=request_id,
+        timeoutSec=int(timeout) if timeout.isdigit() else None,
+    )
+
+
+def is_json_type(content_type):
+    if content_type is None:
+        return True
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
+
+
+def decode_body(raw, content_type):
+    """Returns (body, isBase64Encoded) per the handler contract."""
+    if not raw:
+        return None, False
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return base64.b64encode(raw).decode("ascii"), True
+    if is_json_type(content_type):
+        try:
+            return json.loads(text), False
+        except ValueError:
+            pass
+    return text, False
+
+
+def error_body(exc):
+    return {"error": str(exc), "type": type(exc).__name__}
+
+
+def header_lookup(headers, name):
+    for k, v in headers.items():
+        if str(k).lower() == name:
+            return v
+    return None
+
+
+def to_json_bytes(value):
+    return json.dumps(value, allow_nan=False).encode("utf-8")
+
+
+def encode_response(result):
+    """Turns a handler's return value into (status, [(name, value)], body bytes)."""
+    if isinstance(result, dict) and "statusCode" in result:
+        status = result["statusCode"]
+        if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+            raise ValueError("statusCode must be an integer between 100 and 599, got %r" % (status,))
+        raw_headers = result.get("headers") or {}
+        if not isinstance(raw_headers, dict):
+            raise ValueError("headers must be a map of strings")
+        headers = [(str(k), str(v)) for k, v in raw_headers.items()]
+        body = result.get("body")
+        content_type = header_lookup(raw_headers, "content-type")
+        if body is None:
+            data = b""
+        elif result.get("isBase64Encoded") is True:
+            if not isinstance(body, str):
+                raise ValueError("isBase64Encoded is true but body is not a base64 string")
+            data = base64.b64decode(body, validate=True)
+            if content_type is None:
+                headers.append(("Content-Type", "application/octet-stream"))
+        elif isinstance(body, str):
+            data = body.encode("utf-8")
+            if content_type is None:
+                headers.append(("Content-Type", "text/plain; charset=utf-8"))
+        elif isinstance(body, (bytes, bytearray)):
+            data = bytes(body)
+            if content_type is None:
+                headers.append(("Content-Type", "application/octet-stream"))
+        else:
+            data = to_json_bytes(body)
+            if content_type is None:
+                headers.append(("Content-Type", "application/json"))
+        return status, headers, data
+    return 200, [("Content-Type", "application/json")], to_json_bytes(result)
+
+
+HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length"}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "sless-python"
+    invoker = None  # set in serve()
+
+    def log_message(self, format, *args):  # noqa: A002 - no access log in the run log
+        pass
+
+    def read_body(self):
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            chunks = []
+            while True:
+                line = self.rfile.readline()
+                size = int(line.split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    # trailers until an empty line
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            return b"".join(chunks)
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def build_event(self, raw):
+        parts = urlsplit(self.path)
+        query = {}
+        for key, values in parse_qs(parts.query, keep_blank_values=True).items():
+            query[key] = values[0] if len(values) == 1 else values
+        headers = {}
+        for key, value in self.headers.items():
+            k = key.lower()
+            headers[k] = headers[k] + ", " + value if k in headers else value
+        body, is_b64 = decode_body(raw, headers.get("content-type"))
+        return {
+            "method": self.command,
+            "path": parts.path or "/",
+            "query": query,
+            "headers": headers,
+            "body": body,
+            "isBase64Encoded": is_b64,
+        }, headers
+
+    def send(self, status, headers, data):
+        self.send_response(status)
+        for k, v in headers:
+            if k.lower() not in HOP_BY_HOP:
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def handle_any(self):
+        try:
+            raw = self.read_body()
+        except (ValueError, OSError) as exc:
+            self.close_connection = True
+            self.send(400, [("Content-Type", "application/json")], to_json_bytes(error_body(exc)))
+            return
+        event, headers = self.build_event(raw)
+        context = make_context(headers.get("x-request-id") or str(uuid.uuid4()))
+        try:
+            result = self.invoker.call(event, context)
+            status, out_headers, data = encode_response(result)
+        except Exception as exc:  # noqa: BLE001 - the contract: any exception is a 500
+            sys.stderr.write(
+                "sless: invocation %s failed:\n%s" % (context["requestId"], traceback.format_exc())
+            )
+            sys.stderr.flush()
+            status, out_headers, data = 500, [("Content-Type", "application/json")], to_json_bytes(error_body(exc))
+        self.send(status, out_headers, data)
+
+    def __getattr__(self, name):
+        # Every HTTP method (do_GET, do_POST, do_PATCH, ...) goes to the handler.
+        if name.startswith("do_"):
+            return self.handle_any
+        raise AttributeError(name)
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256
+
+
+def serve():
+    invoker = Invoker(load_handler())
+    Handler.invoker = invoker
+    host = os.environ.get("SLESS_HOST", "127.0.0.1")
+    port = int(os.environ.get("SLESS_PORT", "0") or 0)
+    server = Server((host, port), Handler)
+
+    def on_term(signum, frame):
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    sys.stdout.write("SLESS_READY port=%d\n" % server.server_address[1])
+    sys.stdout.flush()
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        server.server_close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+def run_once(input_file, output_file):
+    invoker = Invoker(load_handler())
+    with open(input_file, "rb") as f:
+        event = json.loads(f.read().decode("utf-8"))
+    context = make_context(str(uuid.uuid4()))
+    try:
+        result = invoker.call(event, context)
+        out = to_json_bytes({"ok": True, "result": result})
+        code = 0
+    except Exception as exc:  # noqa: BLE001 - the contract: any exception is reported
+        traceback.print_exc()
+        out = to_json_bytes(dict(ok=False, **error_body(exc)))
+        code = 1
+    with open(output_file, "wb") as f:
+        f.write(out)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return code
+
+
+def main(argv):
+    if len(argv) >= 1 and argv[0] == "--once":
+        if len(argv) != 3:
+            sys.stderr.write("usage: server.py --once INPUT_FILE OUTPUT_FILE\n")
+            return 2
+        return run_once(argv[1], argv[2])
+    if argv:
+        sys.stderr.write("usage: server.py [--once INPUT_FILE OUTPUT_FILE]\n")
+        return 2
+    serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
