@@ -1,0 +1,1098 @@
+//! The `sless_function` resource: validation, plan modification (a diff when
+//! and only when something changed), and create/read/update/delete against
+//! the operator with waits until the function is Ready or gone.
+
+use crate::client::{ClientError, chain};
+use crate::diag::{field_error, field_path};
+use crate::provider::{Configured, Shared, TIMEOUT_SEC_LIMIT};
+use crate::source::{Snapshot, check_dir, sha256_hex};
+use crate::wait::{self, WaitError};
+use serde::{Deserialize, Serialize};
+use sless_wire::limits::{MEMORY_MB_DEFAULT, TIMEOUT_SEC_DEFAULT};
+use sless_wire::{CreateFunction, ErrorCode, Function, Runtime, UpdateFunction, validate};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use tf_provider::schema::{
+    Attribute, AttributeConstraint, AttributeType, Block, Description, Schema,
+};
+use tf_provider::value::{Value, ValueEmpty};
+use tf_provider::{AttributePath, Diagnostics, Resource};
+
+/// How many build-log lines a failure diagnostic carries.
+pub const BUILD_LOG_TAIL_LINES: usize = 30;
+
+/// The phase of a healthy function, as stored in state.
+const READY: &str = "Ready";
+
+/// State of `resource "sless_function"`; field names equal attribute names.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FunctionState {
+    /// `<namespace>/<name>`.
+    #[serde(default)]
+    pub id: Value<String>,
+    /// Function name (DNS-1123 label). Changing it replaces the function.
+    #[serde(default)]
+    pub name: Value<String>,
+    /// Runtime, e.g. `python3.11`.
+    #[serde(default)]
+    pub runtime: Value<String>,
+    /// `module.function`.
+    #[serde(default)]
+    pub entrypoint: Value<String>,
+    /// Folder with the function's code.
+    #[serde(default)]
+    pub source_dir: Value<String>,
+    /// Environment variables.
+    #[serde(default)]
+    pub env_vars: Value<BTreeMap<String, Value<String>>>,
+    /// Memory limit in MiB.
+    #[serde(default)]
+    pub memory_mb: Value<i64>,
+    /// Per-invocation timeout in seconds.
+    #[serde(default)]
+    pub timeout_sec: Value<i64>,
+    /// How long apply waits, in seconds.
+    #[serde(default)]
+    pub wait_timeout_sec: Value<i64>,
+    /// The namespace the function lives in.
+    #[serde(default)]
+    pub namespace: Value<String>,
+    /// sha256 of the normalised content of `source_dir`.
+    #[serde(default)]
+    pub code_hash: Value<String>,
+    /// Lifecycle phase.
+    #[serde(default)]
+    pub phase: Value<String>,
+    /// Image reference of the last build.
+    #[serde(default)]
+    pub image_ref: Value<String>,
+    /// Authenticated invoke URL.
+    #[serde(default)]
+    pub invoke_url: Value<String>,
+    /// RFC 3339 time of the last successful build.
+    #[serde(default)]
+    pub last_built_at: Value<String>,
+}
+
+/// Attributes only the provider sets; configuring them is an error.
+const COMPUTED_ONLY: [&str; 7] = [
+    "id",
+    "namespace",
+    "code_hash",
+    "phase",
+    "image_ref",
+    "invoke_url",
+    "last_built_at",
+];
+
+impl FunctionState {
+    fn computed_only(&self, name: &str) -> &Value<String> {
+        match name {
+            "id" => &self.id,
+            "namespace" => &self.namespace,
+            "code_hash" => &self.code_hash,
+            "phase" => &self.phase,
+            "image_ref" => &self.image_ref,
+            "invoke_url" => &self.invoke_url,
+            _ => &self.last_built_at,
+        }
+    }
+
+    /// Marks the attributes a build changes as unknown.
+    fn unknown_build_outputs(&mut self) {
+        self.phase = Value::Unknown;
+        self.image_ref = Value::Unknown;
+        self.last_built_at = Value::Unknown;
+    }
+
+    /// Turns every unknown into null (a state returned with an error must be
+    /// fully known).
+    fn resolve_unknowns(mut self) -> Self {
+        fn fix<T>(v: &mut Value<T>) {
+            if v.is_unknown() {
+                *v = Value::Null;
+            }
+        }
+        fix(&mut self.id);
+        fix(&mut self.namespace);
+        fix(&mut self.code_hash);
+        fix(&mut self.phase);
+        fix(&mut self.image_ref);
+        fix(&mut self.invoke_url);
+        fix(&mut self.last_built_at);
+        fix(&mut self.memory_mb);
+        fix(&mut self.timeout_sec);
+        self
+    }
+
+    /// Copies what the operator reports into the computed attributes.
+    fn fill_from(mut self, f: &Function, invoke_url: String) -> Self {
+        fn opt(v: &Option<String>) -> Value<String> {
+            v.clone().map_or(Value::Null, Value::Value)
+        }
+        self.id = Value::Value(format!("{}/{}", f.namespace, f.name));
+        self.namespace = Value::Value(f.namespace.clone());
+        self.phase = Value::Value(f.status.phase.as_str().to_string());
+        self.image_ref = opt(&f.status.image_ref);
+        self.last_built_at = opt(&f.status.last_built_at);
+        self.invoke_url = Value::Value(invoke_url);
+        self.memory_mb = Value::Value(i64::from(f.spec.memory_mb));
+        self.timeout_sec = Value::Value(i64::from(f.spec.timeout_sec));
+        self
+    }
+}
+
+/// The env map when every key and value is known (null → empty).
+fn known_env(v: &Value<BTreeMap<String, Value<String>>>) -> Option<BTreeMap<String, String>> {
+    match v {
+        Value::Null => Some(BTreeMap::new()),
+        Value::Unknown => None,
+        Value::Value(m) => m
+            .iter()
+            .map(|(k, v)| match v {
+                Value::Value(s) => Some((k.clone(), s.clone())),
+                Value::Null => Some((k.clone(), String::new())),
+                Value::Unknown => None,
+            })
+            .collect(),
+    }
+}
+
+/// The `sless_function` resource.
+#[derive(Debug, Clone)]
+pub struct FunctionResource {
+    shared: Shared,
+}
+
+fn attr(t: AttributeType, c: AttributeConstraint, doc: &str) -> Attribute {
+    Attribute {
+        attr_type: t,
+        description: Description::markdown(doc),
+        constraint: c,
+        sensitive: false,
+        deprecated: false,
+    }
+}
+
+/// Reads `source_dir` and adds a pathed diagnostic when that fails.
+fn snapshot(diags: &mut Diagnostics, dir: &str) -> Option<Snapshot> {
+    match Snapshot::read(Path::new(dir)) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            diags.error(
+                "Cannot read source_dir",
+                e.to_string(),
+                AttributePath::new("source_dir"),
+            );
+            None
+        }
+    }
+}
+
+/// Adds a diagnostic for an API error, pointing at the field it names.
+fn api_error(diags: &mut Diagnostics, summary: String, e: &ClientError) {
+    match e.api_error().and_then(|a| a.field.clone()) {
+        Some(field) => diags.error(summary, e.to_string(), field_path(&field)),
+        None => diags.root_error(summary, chain(e)),
+    }
+}
+
+impl FunctionResource {
+    /// A resource reading the provider's configuration from `shared`.
+    pub fn new(shared: Shared) -> Self {
+        FunctionResource { shared }
+    }
+
+    fn wait_timeout(state: &FunctionState, c: &Configured) -> Duration {
+        match state.wait_timeout_sec {
+            Value::Value(n) if n > 0 => Duration::from_secs(n as u64),
+            _ => c.wait_timeout,
+        }
+    }
+
+    /// Reads the folder at apply time, checks it still has the planned hash,
+    /// and zips it. Returns the zip and its sha256.
+    fn package(
+        diags: &mut Diagnostics,
+        planned: &FunctionState,
+    ) -> Option<(Vec<u8>, String, String)> {
+        let dir = planned.source_dir.as_ref_option()?.clone();
+        let snap = snapshot(diags, &dir)?;
+        let hash = snap.hash();
+        if let Value::Value(want) = &planned.code_hash
+            && *want != hash
+        {
+            diags.error(
+                    "source_dir changed after the plan",
+                    format!(
+                        "The content of {dir} hashed to {want} at plan time and to {hash} now. Run terraform plan/apply again so the plan shows what is deployed."
+                    ),
+                    AttributePath::new("source_dir"),
+                );
+            return None;
+        }
+        match snap.zip() {
+            Ok(zip) => {
+                let sha = sha256_hex(&zip);
+                Some((zip, sha, hash))
+            }
+            Err(e) => {
+                diags.error(
+                    "Cannot zip source_dir",
+                    e.to_string(),
+                    AttributePath::new("source_dir"),
+                );
+                None
+            }
+        }
+    }
+
+    /// Waits for Ready and turns a failure into a diagnostic that carries the
+    /// phase, the operator's message and the last lines of the build log.
+    /// Returns the last function seen (if any) and whether it is Ready.
+    async fn wait_ready(
+        diags: &mut Diagnostics,
+        c: &Configured,
+        state: &FunctionState,
+        code_sha256: Option<&str>,
+    ) -> (Option<Function>, bool) {
+        let ns = state
+            .namespace
+            .as_ref_option()
+            .cloned()
+            .unwrap_or_else(|| c.namespace.clone());
+        let name = state.name.as_ref_option().cloned().unwrap_or_default();
+        let timeout = Self::wait_timeout(state, c);
+        match wait::until_ready(&c.client, &ns, &name, code_sha256, timeout).await {
+            Ok(f) => (Some(f), true),
+            Err(WaitError::Failed {
+                message, function, ..
+            }) => {
+                let log = match c.client.build_log(&ns, &name, BUILD_LOG_TAIL_LINES).await {
+                    Ok(l) if !l.trim().is_empty() => l,
+                    Ok(_) => "(the build log is empty)".to_string(),
+                    Err(e) => format!("(could not fetch the build log: {e})"),
+                };
+                diags.root_error(
+                    format!("Function {name} failed: phase Failed"),
+                    format!(
+                        "Function {name} (runtime {}, entrypoint {}) is in phase Failed: {}\n\nLast {BUILD_LOG_TAIL_LINES} lines of the build log:\n{}",
+                        function.spec.runtime,
+                        function.spec.entrypoint,
+                        message.as_deref().unwrap_or("no message"),
+                        log.trim_end()
+                    ),
+                );
+                (Some(*function), false)
+            }
+            Err(e @ WaitError::Timeout { .. }) => {
+                let last = match &e {
+                    WaitError::Timeout { function, .. } => function.as_deref().cloned(),
+                    _ => None,
+                };
+                diags.root_error(
+                    format!("Timed out waiting for function {name}"),
+                    e.to_string(),
+                );
+                (last, false)
+            }
+            Err(e) => {
+                diags.root_error(format!("Error waiting for function {name}"), chain(&e));
+                (None, false)
+            }
+        }
+    }
+}
+
+/// Wire name of a runtime.
+fn runtime_str(r: Runtime) -> String {
+    r.as_str().to_string()
+}
+
+#[async_trait::async_trait]
+impl Resource for FunctionResource {
+    type State<'a> = FunctionState;
+    type PrivateState<'a> = ValueEmpty;
+    type ProviderMetaState<'a> = ValueEmpty;
+
+    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
+        use AttributeConstraint::{Computed, Optional, OptionalComputed, Required};
+        use AttributeType::{Map, Number, String};
+        let runtimes = Runtime::list();
+        Some(Schema {
+            version: 1,
+            block: Block {
+                version: 1,
+                attributes: tf_provider::map! {
+                    "name" => attr(String, Required, "Function name: a DNS-1123 label (1-63 lowercase letters, digits and `-`). Changing it replaces the function."),
+                    "runtime" => attr(String, Required, &format!("Language runtime, one of: {runtimes}. Changing it rebuilds the function in place.")),
+                    "entrypoint" => attr(String, Required, "`module.function`: `main.handler` (Python: dotted module path; Node.js: file path without extension). Changing it restarts the function without a rebuild."),
+                    "source_dir" => attr(String, Required, "Folder with the function's code, e.g. `\"${path.module}/src\"`. Zipped deterministically; `requirements.txt` / `package.json` are installed at build time."),
+                    "env_vars" => attr(Map(Box::new(String)), Optional, "Environment variables given to the function. Names starting with `SLESS_` are reserved. Changing them restarts the function without a rebuild."),
+                    "memory_mb" => attr(Number, OptionalComputed, "Memory limit in MiB, 64-4096 (default 128)."),
+                    "timeout_sec" => attr(Number, OptionalComputed, "Per-invocation timeout in seconds, 1-900 (default 30)."),
+                    "wait_timeout_sec" => attr(Number, Optional, "How long create, update and delete wait for the function, in seconds. Defaults to the provider's `wait_timeout_sec` (600)."),
+                    "id" => attr(String, Computed, "`<namespace>/<name>`."),
+                    "namespace" => attr(String, Computed, "The namespace the function lives in, derived from the token's `sub`."),
+                    "code_hash" => attr(String, Computed, "sha256 of the normalised content of `source_dir`, computed at plan time. A change rebuilds the function."),
+                    "phase" => attr(String, Computed, "Lifecycle phase: Pending, Building, Ready, Failed or Deleting."),
+                    "image_ref" => attr(String, Computed, "Reference of the built image, where the backend has one."),
+                    "invoke_url" => attr(String, Computed, "The authenticated invoke endpoint: send requests with `Authorization: Bearer <token>`."),
+                    "last_built_at" => attr(String, Computed, "RFC 3339 time the last successful build finished.")
+                },
+                description: Description::markdown(
+                    "A serverless function built from a folder of Python or Node.js code.",
+                ),
+                ..Default::default()
+            },
+        })
+    }
+
+    async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
+        for name in COMPUTED_ONLY {
+            if !config.computed_only(name).is_null() {
+                diags.error(
+                    format!("{name} cannot be set"),
+                    format!(
+                        "{name} is computed by the provider; remove it from the configuration."
+                    ),
+                    AttributePath::new(name),
+                );
+            }
+        }
+        if let Value::Value(n) = &config.name
+            && let Err(e) = validate::name("name", n)
+        {
+            field_error(diags, "Invalid function name", &e);
+        }
+        let runtime = match &config.runtime {
+            Value::Value(r) => match validate::runtime("runtime", r) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    field_error(diags, "Unsupported runtime", &e);
+                    None
+                }
+            },
+            _ => None,
+        };
+        if let (Some(rt), Value::Value(ep)) = (runtime, &config.entrypoint)
+            && let Err(e) = validate::entrypoint("entrypoint", rt, ep)
+        {
+            field_error(diags, "Invalid entrypoint", &e);
+        }
+        if let Value::Value(m) = config.memory_mb
+            && let Err(e) = validate::memory_mb("memory_mb", m)
+        {
+            field_error(diags, "Invalid memory_mb", &e);
+        }
+        if let Value::Value(t) = config.timeout_sec
+            && let Err(e) = validate::timeout_sec("timeout_sec", t)
+        {
+            field_error(diags, "Invalid timeout_sec", &e);
+        }
+        if let Value::Value(w) = config.wait_timeout_sec
+            && !(1..=TIMEOUT_SEC_LIMIT).contains(&w)
+        {
+            diags.error(
+                "Invalid wait_timeout_sec",
+                format!("{w} is out of range: must be between 1 and {TIMEOUT_SEC_LIMIT} seconds"),
+                AttributePath::new("wait_timeout_sec"),
+            );
+        }
+        if let Value::Value(m) = &config.env_vars {
+            // Check the names even when some values are still unknown.
+            let known: BTreeMap<String, String> = m
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_ref_option().cloned().unwrap_or_default()))
+                .collect();
+            if let Err(e) = validate::env_vars("env_vars", &known) {
+                field_error(diags, "Invalid env_vars", &e);
+            }
+        }
+        if let Value::Value(dir) = &config.source_dir
+            && let Err(e) = check_dir(Path::new(dir))
+        {
+            diags.error(
+                "Invalid source_dir",
+                e.to_string(),
+                AttributePath::new("source_dir"),
+            );
+        }
+        Some(())
+    }
+
+    async fn read<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        state: Self::State<'a>,
+        private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let Some(c) = self.shared.get(diags) else {
+            return Some((state, private));
+        };
+        let ns = state
+            .namespace
+            .as_ref_option()
+            .cloned()
+            .unwrap_or_else(|| c.namespace.clone());
+        let Some(name) = state.name.as_ref_option().cloned() else {
+            return Some((state, private));
+        };
+        let f = match c.client.get_function(&ns, &name).await {
+            Ok(Some(f)) => f,
+            // Deleted outside Terraform: drop it from state so the plan recreates it.
+            Ok(None) => return None,
+            Err(e) => {
+                api_error(diags, format!("Cannot read function {name}"), &e);
+                return Some((state, private));
+            }
+        };
+        let mut s = state;
+        s.runtime = Value::Value(runtime_str(f.spec.runtime));
+        s.entrypoint = Value::Value(f.spec.entrypoint.clone());
+        s.env_vars = if f.spec.env_vars.is_empty() && s.env_vars.is_null() {
+            Value::Null
+        } else {
+            Value::Value(
+                f.spec
+                    .env_vars
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Value::Value(v.clone())))
+                    .collect(),
+            )
+        };
+        if let Some(h) = &f.status.source_hash {
+            s.code_hash = Value::Value(h.clone());
+        }
+        let url = c.client.invoke_url(&f.namespace, &f.name);
+        Some((s.fill_from(&f, url), private))
+    }
+
+    async fn plan_create<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        proposed: Self::State<'a>,
+        config: Self::State<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let mut planned = proposed;
+        apply_defaults(&mut planned, &config);
+        planned.code_hash = plan_hash(diags, &planned)?;
+        planned.id = Value::Unknown;
+        planned.namespace = Value::Unknown;
+        planned.invoke_url = Value::Unknown;
+        planned.unknown_build_outputs();
+        Some((planned, Value::Null))
+    }
+
+    async fn plan_update<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        prior: Self::State<'a>,
+        proposed: Self::State<'a>,
+        config: Self::State<'a>,
+        private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
+        let mut planned = proposed;
+        apply_defaults(&mut planned, &config);
+        planned.code_hash = plan_hash(diags, &planned)?;
+        let mut replace = Vec::new();
+        if planned.name != prior.name {
+            replace.push(AttributePath::new("name"));
+        }
+        // A token for another user maps to another namespace: a new function.
+        if let (Some(c), Value::Value(prior_ns)) = (self.shared.try_get(), &prior.namespace)
+            && c.namespace != *prior_ns
+        {
+            planned.namespace = Value::Value(c.namespace.clone());
+            replace.push(AttributePath::new("namespace"));
+        }
+        if !replace.is_empty() {
+            planned.id = Value::Unknown;
+            planned.invoke_url = Value::Unknown;
+            planned.unknown_build_outputs();
+        } else if planned.code_hash != prior.code_hash
+            || planned.runtime != prior.runtime
+            || prior.phase.as_ref_option().map(String::as_str) != Some(READY)
+        {
+            // New code, a new runtime, or a function that is not healthy: rebuild.
+            planned.unknown_build_outputs();
+        }
+        Some((planned, private, replace))
+    }
+
+    async fn plan_destroy<'a>(
+        &self,
+        _diags: &mut Diagnostics,
+        _prior: Self::State<'a>,
+        private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<Self::PrivateState<'a>> {
+        Some(private)
+    }
+
+    async fn create<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        planned: Self::State<'a>,
+        _config: Self::State<'a>,
+        private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let c: Arc<Configured> = self.shared.get(diags)?;
+        let (zip, sha, _hash) = Self::package(diags, &planned)?;
+        let name = planned.name.as_ref_option().cloned().unwrap_or_default();
+        let Some(env) = known_env(&planned.env_vars) else {
+            diags.error_short(
+                "env_vars are not known at apply time",
+                AttributePath::new("env_vars"),
+            );
+            return None;
+        };
+        let body = CreateFunction {
+            name: Some(name.clone()),
+            runtime: planned.runtime.as_ref_option().cloned(),
+            entrypoint: planned.entrypoint.as_ref_option().cloned(),
+            env_vars: env,
+            memory_mb: planned.memory_mb.as_ref_option().copied(),
+            timeout_sec: planned.timeout_sec.as_ref_option().copied(),
+        };
+        let ns = c.namespace.clone();
+        let created = match c.client.create_function(&ns, &body).await {
+            Ok(f) => f,
+            Err(e) if e.is_code(ErrorCode::AlreadyExists) => {
+                diags.error(
+                    format!("Function {name} already exists"),
+                    format!(
+                        "a function named {name} already exists in namespace {ns}; import is not supported, delete it or choose another name"
+                    ),
+                    AttributePath::new("name"),
+                );
+                return None;
+            }
+            Err(e) => {
+                api_error(diags, format!("Cannot create function {name}"), &e);
+                return None;
+            }
+        };
+        let url = c.client.invoke_url(&ns, &name);
+        let mut state = planned.clone().fill_from(&created, url.clone());
+        // From here on the function exists: always return a state so
+        // Terraform tracks it (tainted when there are errors).
+        if let Err(e) = c
+            .client
+            .upload_code(
+                &ns,
+                &name,
+                zip,
+                &sha,
+                &planned.code_hash.clone().unwrap_or_default(),
+            )
+            .await
+        {
+            api_error(
+                diags,
+                format!("Cannot upload the code of function {name}"),
+                &e,
+            );
+            return Some((state.resolve_unknowns(), private));
+        }
+        let (last, ok) = Self::wait_ready(diags, &c, &state, Some(&sha)).await;
+        if let Some(f) = &last {
+            state = state.fill_from(f, url);
+        }
+        if !ok {
+            return Some((state.resolve_unknowns(), private));
+        }
+        Some((state, private))
+    }
+
+    async fn update<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        prior: Self::State<'a>,
+        planned: Self::State<'a>,
+        _config: Self::State<'a>,
+        private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let c: Arc<Configured> = self.shared.get(diags)?;
+        let name = planned.name.as_ref_option().cloned().unwrap_or_default();
+        let ns = prior
+            .namespace
+            .as_ref_option()
+            .cloned()
+            .unwrap_or_else(|| c.namespace.clone());
+        let mut patch = UpdateFunction::default();
+        if planned.runtime != prior.runtime {
+            patch.runtime = planned.runtime.as_ref_option().cloned();
+        }
+        if planned.entrypoint != prior.entrypoint {
+            patch.entrypoint = planned.entrypoint.as_ref_option().cloned();
+        }
+        if planned.env_vars != prior.env_vars {
+            let Some(env) = known_env(&planned.env_vars) else {
+                diags.error_short(
+                    "env_vars are not known at apply time",
+                    AttributePath::new("env_vars"),
+                );
+                return None;
+            };
+            patch.env_vars = Some(env);
+        }
+        if planned.memory_mb != prior.memory_mb {
+            patch.memory_mb = planned.memory_mb.as_ref_option().copied();
+        }
+        if planned.timeout_sec != prior.timeout_sec {
+            patch.timeout_sec = planned.timeout_sec.as_ref_option().copied();
+        }
+        let upload = planned.code_hash != prior.code_hash
+            || prior.phase.as_ref_option().map(String::as_str) != Some(READY);
+        let package = if upload {
+            Some(Self::package(diags, &planned)?)
+        } else {
+            None
+        };
+        let url = c.client.invoke_url(&ns, &name);
+        let mut state = planned.clone();
+        state.namespace = Value::Value(ns.clone());
+        if patch != UpdateFunction::default() {
+            match c.client.update_function(&ns, &name, &patch).await {
+                Ok(f) => state = state.fill_from(&f, url.clone()),
+                Err(e) => {
+                    // Nothing changed: Terraform keeps the prior state.
+                    api_error(diags, format!("Cannot update function {name}"), &e);
+                    return None;
+                }
+            }
+        }
+        let mut sha = None;
+        if let Some((zip, zip_sha, hash)) = package {
+            match c.client.upload_code(&ns, &name, zip, &zip_sha, &hash).await {
+                Ok(f) => state = state.fill_from(&f, url.clone()),
+                Err(e) => {
+                    api_error(
+                        diags,
+                        format!("Cannot upload the code of function {name}"),
+                        &e,
+                    );
+                    // The spec may have changed: record what is known.
+                    let mut s = state.resolve_unknowns();
+                    s.code_hash = prior.code_hash.clone();
+                    return Some((s, private));
+                }
+            }
+            sha = Some(zip_sha);
+        }
+        let (last, ok) = Self::wait_ready(diags, &c, &state, sha.as_deref()).await;
+        if let Some(f) = &last {
+            state = state.fill_from(f, url);
+        }
+        if !ok {
+            return Some((state.resolve_unknowns(), private));
+        }
+        Some((state, private))
+    }
+
+    async fn destroy<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        prior: Self::State<'a>,
+        _private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<()> {
+        let c = self.shared.get(diags)?;
+        let name = prior.name.as_ref_option().cloned().unwrap_or_default();
+        let ns = prior
+            .namespace
+            .as_ref_option()
+            .cloned()
+            .unwrap_or_else(|| c.namespace.clone());
+        if let Err(e) = c.client.delete_function(&ns, &name).await {
+            api_error(diags, format!("Cannot delete function {name}"), &e);
+            return None;
+        }
+        let timeout = Self::wait_timeout(&prior, &c);
+        if let Err(e) = wait::until_gone(&c.client, &ns, &name, timeout).await {
+            diags.root_error(format!("Function {name} was not deleted"), chain(&e));
+            return None;
+        }
+        Some(())
+    }
+}
+
+/// Fills `memory_mb` and `timeout_sec` with the defaults when the config
+/// leaves them out (Optional+Computed values are otherwise sticky).
+fn apply_defaults(planned: &mut FunctionState, config: &FunctionState) {
+    if config.memory_mb.is_null() {
+        planned.memory_mb = Value::Value(i64::from(MEMORY_MB_DEFAULT));
+    }
+    if config.timeout_sec.is_null() {
+        planned.timeout_sec = Value::Value(i64::from(TIMEOUT_SEC_DEFAULT));
+    }
+}
+
+/// The plan-time `code_hash`: unknown while `source_dir` is unknown.
+fn plan_hash(diags: &mut Diagnostics, planned: &FunctionState) -> Option<Value<String>> {
+    match &planned.source_dir {
+        Value::Value(dir) => Some(Value::Value(snapshot(diags, dir)?.hash())),
+        Value::Unknown => Some(Value::Unknown),
+        Value::Null => Some(Value::Null),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::Client;
+    use tf_provider::AttributePathStep;
+
+    type Mutation = fn(&mut FunctionState);
+
+    fn res() -> FunctionResource {
+        FunctionResource::new(Shared::default())
+    }
+
+    fn src() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("main.py"),
+            "def handler(e, c):\n    return 'v1'\n",
+        )
+        .unwrap();
+        d
+    }
+
+    fn v(s: &str) -> Value<String> {
+        Value::Value(s.to_string())
+    }
+
+    fn config(dir: &Path) -> FunctionState {
+        FunctionState {
+            name: v("hello"),
+            runtime: v("python3.11"),
+            entrypoint: v("main.handler"),
+            source_dir: v(dir.to_str().unwrap()),
+            env_vars: Value::Value(BTreeMap::from([("GREETING".to_string(), v("hi"))])),
+            ..Default::default()
+        }
+    }
+
+    /// What Terraform holds after a successful apply of `config`.
+    fn applied(cfg: &FunctionState) -> FunctionState {
+        let mut s = cfg.clone();
+        s.id = v("sless-2bd806c9/hello");
+        s.namespace = v("sless-2bd806c9");
+        s.code_hash = v(
+            &Snapshot::read(Path::new(cfg.source_dir.as_ref_option().unwrap()))
+                .unwrap()
+                .hash(),
+        );
+        s.phase = v("Ready");
+        s.image_ref = v("local/sless-2bd806c9/hello:0123456789ab");
+        s.invoke_url = v("http://127.0.0.1:1/v1/namespaces/sless-2bd806c9/functions/hello/invoke");
+        s.last_built_at = v("2026-01-01T00:00:00Z");
+        s.memory_mb = Value::Value(128);
+        s.timeout_sec = Value::Value(30);
+        s
+    }
+
+    /// Terraform's proposed new state: config values, prior values for
+    /// computed and unset optional+computed attributes.
+    fn proposed(prior: &FunctionState, cfg: &FunctionState) -> FunctionState {
+        let mut p = prior.clone();
+        p.name = cfg.name.clone();
+        p.runtime = cfg.runtime.clone();
+        p.entrypoint = cfg.entrypoint.clone();
+        p.source_dir = cfg.source_dir.clone();
+        p.env_vars = cfg.env_vars.clone();
+        p.wait_timeout_sec = cfg.wait_timeout_sec;
+        if cfg.memory_mb.is_value() {
+            p.memory_mb = cfg.memory_mb;
+        }
+        if cfg.timeout_sec.is_value() {
+            p.timeout_sec = cfg.timeout_sec;
+        }
+        p
+    }
+
+    async fn plan_update(
+        prior: &FunctionState,
+        cfg: &FunctionState,
+    ) -> (FunctionState, Vec<AttributePath>) {
+        let mut diags = Diagnostics::default();
+        let (planned, _, replace) = res()
+            .plan_update(
+                &mut diags,
+                prior.clone(),
+                proposed(prior, cfg),
+                cfg.clone(),
+                Value::Null,
+                Value::Null,
+            )
+            .await
+            .unwrap();
+        assert!(diags.errors.is_empty(), "{:?}", diags.errors);
+        (planned, replace)
+    }
+
+    async fn validate_errors(cfg: FunctionState) -> Vec<AttributePath> {
+        let mut diags = Diagnostics::default();
+        res().validate(&mut diags, cfg).await;
+        diags.errors.into_iter().map(|d| d.attribute).collect()
+    }
+
+    #[test]
+    fn state_keys_match_the_schema() {
+        let bytes = rmp_serde::to_vec_named(&FunctionState::default()).unwrap();
+        let m: std::collections::HashMap<String, serde::de::IgnoredAny> =
+            rmp_serde::from_slice(&bytes).unwrap();
+        let mut keys: Vec<_> = m.keys().cloned().collect();
+        keys.sort();
+        let schema = res().schema(&mut Diagnostics::default()).unwrap();
+        let mut want: Vec<_> = schema.block.attributes.keys().cloned().collect();
+        want.sort();
+        assert_eq!(keys, want);
+        for name in COMPUTED_ONLY {
+            assert_eq!(
+                schema.block.attributes[name].constraint,
+                AttributeConstraint::Computed
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn plan_create_hashes_the_folder_and_leaves_outputs_unknown() {
+        let d = src();
+        let cfg = config(d.path());
+        let mut diags = Diagnostics::default();
+        let (planned, _) = res()
+            .plan_create(&mut diags, cfg.clone(), cfg.clone(), Value::Null)
+            .await
+            .unwrap();
+        assert_eq!(
+            planned.code_hash,
+            v(&Snapshot::read(d.path()).unwrap().hash())
+        );
+        assert_eq!(planned.memory_mb, Value::Value(128));
+        assert_eq!(planned.timeout_sec, Value::Value(30));
+        for name in [
+            "id",
+            "namespace",
+            "phase",
+            "image_ref",
+            "invoke_url",
+            "last_built_at",
+        ] {
+            assert!(planned.computed_only(name).is_unknown(), "{name}");
+        }
+    }
+
+    #[tokio::test]
+    async fn unchanged_config_plans_no_change() {
+        let d = src();
+        let cfg = config(d.path());
+        let prior = applied(&cfg);
+        let (planned, replace) = plan_update(&prior, &cfg).await;
+        assert_eq!(planned, prior);
+        assert!(replace.is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_env_change_is_in_place_without_rebuild() {
+        let d = src();
+        let cfg = config(d.path());
+        let prior = applied(&cfg);
+        let mut cfg2 = cfg.clone();
+        cfg2.env_vars = Value::Value(BTreeMap::from([("GREETING".to_string(), v("bonjour"))]));
+        let (planned, replace) = plan_update(&prior, &cfg2).await;
+        assert!(replace.is_empty());
+        assert_eq!(planned.code_hash, prior.code_hash);
+        assert_eq!(planned.last_built_at, prior.last_built_at);
+        assert_eq!(planned.image_ref, prior.image_ref);
+        assert_eq!(planned.phase, v("Ready"));
+        assert_ne!(planned.env_vars, prior.env_vars);
+    }
+
+    #[tokio::test]
+    async fn a_code_change_shows_on_code_hash_and_rebuilds() {
+        let d = src();
+        let cfg = config(d.path());
+        let prior = applied(&cfg);
+        std::fs::write(
+            d.path().join("main.py"),
+            "def handler(e, c):\n    return 'v2'\n",
+        )
+        .unwrap();
+        let (planned, replace) = plan_update(&prior, &cfg).await;
+        assert!(replace.is_empty());
+        assert!(planned.code_hash.is_value());
+        assert_ne!(planned.code_hash, prior.code_hash);
+        assert!(planned.last_built_at.is_unknown());
+        assert!(planned.phase.is_unknown());
+        assert_eq!(planned.id, prior.id);
+        assert_eq!(planned.invoke_url, prior.invoke_url);
+    }
+
+    #[tokio::test]
+    async fn a_name_change_replaces() {
+        let d = src();
+        let cfg = config(d.path());
+        let prior = applied(&cfg);
+        let mut cfg2 = cfg.clone();
+        cfg2.name = v("hello2");
+        let (planned, replace) = plan_update(&prior, &cfg2).await;
+        assert_eq!(replace, vec![AttributePath::new("name")]);
+        assert!(planned.id.is_unknown());
+    }
+
+    #[tokio::test]
+    async fn removing_memory_from_config_returns_to_the_default() {
+        let d = src();
+        let mut cfg = config(d.path());
+        cfg.memory_mb = Value::Value(256);
+        let prior = applied(&cfg);
+        let mut prior = prior;
+        prior.memory_mb = Value::Value(256);
+        cfg.memory_mb = Value::Null;
+        let (planned, _) = plan_update(&prior, &cfg).await;
+        assert_eq!(planned.memory_mb, Value::Value(128));
+        assert_eq!(planned.code_hash, prior.code_hash);
+    }
+
+    #[tokio::test]
+    async fn a_failed_function_is_planned_for_another_try() {
+        let d = src();
+        let cfg = config(d.path());
+        let mut prior = applied(&cfg);
+        prior.phase = v("Failed");
+        let (planned, _) = plan_update(&prior, &cfg).await;
+        assert!(planned.phase.is_unknown());
+    }
+
+    #[tokio::test]
+    async fn plan_fails_with_a_path_when_source_dir_is_missing() {
+        let d = src();
+        let mut cfg = config(d.path());
+        cfg.source_dir = v(d.path().join("nope").to_str().unwrap());
+        let mut diags = Diagnostics::default();
+        assert!(
+            res()
+                .plan_create(&mut diags, cfg.clone(), cfg, Value::Null)
+                .await
+                .is_none()
+        );
+        assert_eq!(diags.errors[0].attribute, AttributePath::new("source_dir"));
+    }
+
+    #[tokio::test]
+    async fn a_valid_config_validates() {
+        let d = src();
+        assert!(validate_errors(config(d.path())).await.is_empty());
+        // Unknown values are fine at validate time.
+        let mut cfg = config(d.path());
+        cfg.source_dir = Value::Unknown;
+        cfg.runtime = Value::Unknown;
+        assert!(validate_errors(cfg).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn validation_errors_carry_attribute_paths() {
+        let d = src();
+        let base = config(d.path());
+        let cases: Vec<(Mutation, AttributePath)> = vec![
+            (
+                |c| c.runtime = Value::Value("ruby3.0".into()),
+                AttributePath::new("runtime"),
+            ),
+            (
+                |c| c.name = Value::Value("Hello_World".into()),
+                AttributePath::new("name"),
+            ),
+            (
+                |c| c.entrypoint = Value::Value("handler".into()),
+                AttributePath::new("entrypoint"),
+            ),
+            (
+                |c| c.memory_mb = Value::Value(8),
+                AttributePath::new("memory_mb"),
+            ),
+            (
+                |c| c.timeout_sec = Value::Value(901),
+                AttributePath::new("timeout_sec"),
+            ),
+            (
+                |c| c.wait_timeout_sec = Value::Value(0),
+                AttributePath::new("wait_timeout_sec"),
+            ),
+            (
+                |c| c.source_dir = Value::Value("/definitely/not/here".into()),
+                AttributePath::new("source_dir"),
+            ),
+            (
+                |c| c.code_hash = Value::Value("x".into()),
+                AttributePath::new("code_hash"),
+            ),
+            (|c| c.phase = Value::Unknown, AttributePath::new("phase")),
+            (
+                |c| {
+                    c.env_vars = Value::Value(BTreeMap::from([(
+                        "1BAD".to_string(),
+                        Value::Value("x".to_string()),
+                    )]))
+                },
+                AttributePath::new("env_vars").key("1BAD"),
+            ),
+        ];
+        for (mutate, path) in cases {
+            let mut cfg = base.clone();
+            mutate(&mut cfg);
+            assert_eq!(validate_errors(cfg).await, vec![path]);
+        }
+    }
+
+    #[tokio::test]
+    async fn reserved_env_names_are_rejected_with_their_key() {
+        let d = src();
+        let mut cfg = config(d.path());
+        cfg.env_vars = Value::Value(BTreeMap::from([("SLESS_X".to_string(), Value::Unknown)]));
+        let errs = validate_errors(cfg).await;
+        assert_eq!(
+            errs[0].steps,
+            vec![
+                AttributePathStep::Attribute("env_vars".into()),
+                AttributePathStep::Key("SLESS_X".into())
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn create_refuses_a_folder_changed_since_plan() {
+        let d = src();
+        let cfg = config(d.path());
+        let shared = Shared::configured(Configured {
+            client: Client::new("http://127.0.0.1:9", "t", Duration::from_secs(1)).unwrap(),
+            sub: "alice".into(),
+            namespace: "sless-2bd806c9".into(),
+            wait_timeout: Duration::from_secs(1),
+        });
+        let r = FunctionResource::new(shared);
+        let mut diags = Diagnostics::default();
+        let (planned, p) = r
+            .plan_create(&mut diags, cfg.clone(), cfg.clone(), Value::Null)
+            .await
+            .unwrap();
+        std::fs::write(d.path().join("main.py"), "changed").unwrap();
+        assert!(
+            r.create(&mut diags, planned, cfg, p, Value::Null)
+                .await
+                .is_none()
+        );
+        assert_eq!(diags.errors[0].attribute, AttributePath::new("source_dir"));
+        assert!(diags.errors[0].summary.contains("changed after the plan"));
+    }
+}

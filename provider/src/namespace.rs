@@ -1,0 +1,133 @@
+//! The `sless_namespace` data source: tells the user which namespace their
+//! token maps to (and the `sub` it was derived from).
+
+use crate::provider::Shared;
+use serde::{Deserialize, Serialize};
+use tf_provider::schema::{
+    Attribute, AttributeConstraint, AttributeType, Block, Description, Schema,
+};
+use tf_provider::value::{Value, ValueEmpty};
+use tf_provider::{DataSource, Diagnostics};
+
+/// State of `data "sless_namespace"`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NamespaceState {
+    /// The namespace, `sless-` + 8 hex characters.
+    #[serde(default)]
+    pub namespace: Value<String>,
+    /// The token's `sub` claim.
+    #[serde(default)]
+    pub sub: Value<String>,
+}
+
+/// The `sless_namespace` data source.
+#[derive(Debug, Clone)]
+pub struct NamespaceDataSource {
+    shared: Shared,
+}
+
+impl NamespaceDataSource {
+    /// A data source reading the provider's configuration.
+    pub fn new(shared: Shared) -> Self {
+        NamespaceDataSource { shared }
+    }
+}
+
+fn computed(doc: &str) -> Attribute {
+    Attribute {
+        attr_type: AttributeType::String,
+        description: Description::markdown(doc),
+        constraint: AttributeConstraint::Computed,
+        sensitive: false,
+        deprecated: false,
+    }
+}
+
+#[async_trait::async_trait]
+impl DataSource for NamespaceDataSource {
+    type State<'a> = NamespaceState;
+    type ProviderMetaState<'a> = ValueEmpty;
+
+    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
+        Some(Schema {
+            version: 1,
+            block: Block {
+                version: 1,
+                attributes: tf_provider::map! {
+                    "namespace" => computed("Your namespace: `sless-` followed by the first 8 hex characters of sha256 of your token's `sub`."),
+                    "sub" => computed("The `sub` claim of the provider's token.")
+                },
+                description: Description::markdown(
+                    "The namespace the provider's token maps to. Every function you create lives in it.",
+                ),
+                ..Default::default()
+            },
+        })
+    }
+
+    async fn read<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        _config: Self::State<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<Self::State<'a>> {
+        let c = self.shared.get(diags)?;
+        Some(NamespaceState {
+            namespace: Value::Value(c.namespace.clone()),
+            sub: Value::Value(c.sub.clone()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::Client;
+    use crate::provider::Configured;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn reads_the_configured_namespace() {
+        let shared = Shared::configured(Configured {
+            client: Client::new("http://127.0.0.1:9", "t", Duration::from_secs(1)).unwrap(),
+            sub: "alice".into(),
+            namespace: sless_wire::namespace_for_sub("alice"),
+            wait_timeout: Duration::from_secs(1),
+        });
+        let ds = NamespaceDataSource::new(shared);
+        let mut diags = Diagnostics::default();
+        let s = ds
+            .read(&mut diags, NamespaceState::default(), Value::Null)
+            .await
+            .unwrap();
+        assert_eq!(s.namespace, Value::Value("sless-2bd806c9".to_string()));
+        assert_eq!(s.sub, Value::Value("alice".to_string()));
+    }
+
+    #[tokio::test]
+    async fn an_unconfigured_provider_is_an_error() {
+        let ds = NamespaceDataSource::new(Shared::default());
+        let mut diags = Diagnostics::default();
+        assert!(
+            ds.read(&mut diags, NamespaceState::default(), Value::Null)
+                .await
+                .is_none()
+        );
+        assert_eq!(diags.errors.len(), 1);
+    }
+
+    #[test]
+    fn state_keys_match_the_schema() {
+        let bytes = rmp_serde::to_vec_named(&NamespaceState::default()).unwrap();
+        let v: std::collections::HashMap<String, serde::de::IgnoredAny> =
+            rmp_serde::from_slice(&bytes).unwrap();
+        let mut keys: Vec<_> = v.keys().cloned().collect();
+        keys.sort();
+        let s = NamespaceDataSource::new(Shared::default())
+            .schema(&mut Diagnostics::default())
+            .unwrap();
+        let mut want: Vec<_> = s.block.attributes.keys().cloned().collect();
+        want.sort();
+        assert_eq!(keys, want);
+    }
+}
