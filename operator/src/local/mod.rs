@@ -1,26 +1,800 @@
-//! The embedded local backend (being built; see issue 2).
+//! The embedded local backend: state in SQLite, code stored content-addressed,
+//! builds (unpack + dependency install) and every Ready function supervised
+//! as a child process on a loopback port. See `docs/local-backend.md`.
+//!
+//! Each function has a *slot* with a generation number. Every change (code
+//! upload, spec update, delete, operator start) bumps the generation and
+//! replaces the slot's worker task, which builds if needed, starts the new
+//! process, switches traffic to it once it is READY, stops the old one, and
+//! then restarts it with backoff whenever it crashes. A worker only writes
+//! status while its generation is current, so a stale build can never
+//! overwrite a newer state; aborting a worker kills its pip/npm or
+//! not-yet-ready process (their process groups are killed on drop).
 
-use std::path::PathBuf;
+pub mod build;
+pub mod db;
+pub mod logs;
+pub mod process;
+pub mod store;
+pub mod supervisor;
 
-/// Options of the local backend.
+use crate::backend::{Backend, CodeBundle, InvokeTarget};
+use crate::runtimes::{self, RuntimePaths};
+use crate::{Error, Result};
+use db::{Db, now_rfc3339};
+use logs::Logs;
+use sless_wire::function::{FunctionSpec, FunctionStatus, LogKind, NamespaceInfo};
+use sless_wire::runtime::Language;
+use sless_wire::{Function, Phase, UpdateFunction, paths};
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use store::CodeStore;
+use supervisor::{Backoff, Launch, LineSink, Proc};
+
+/// Options of the local backend. Build it with [`LocalOptions::new`] and
+/// adjust fields as needed.
 #[derive(Debug, Clone)]
 pub struct LocalOptions {
     /// Root of all state: database, code, builds, logs.
     pub data_dir: PathBuf,
+    /// Python interpreter for builds and functions (default `python3`).
+    pub python: String,
+    /// Node.js binary (default `node`).
+    pub node: String,
+    /// npm binary (default `npm`).
+    pub npm: String,
+    /// How long a function process may take to print its READY line (30 s).
+    pub ready_timeout: Duration,
+    /// Longest a dependency install may take (10 min).
+    pub build_timeout: Duration,
+    /// Size of each log file before rotation (1 MiB).
+    pub log_max_bytes: u64,
+    /// How long a stopping process gets between SIGTERM and SIGKILL (5 s).
+    pub stop_grace: Duration,
+}
+
+impl LocalOptions {
+    /// Defaults for a data dir.
+    pub fn new(data_dir: impl Into<PathBuf>) -> LocalOptions {
+        LocalOptions {
+            data_dir: data_dir.into(),
+            python: "python3".into(),
+            node: "node".into(),
+            npm: "npm".into(),
+            ready_timeout: Duration::from_secs(30),
+            build_timeout: Duration::from_secs(600),
+            log_max_bytes: 1024 * 1024,
+            stop_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+type Key = (String, String);
+
+fn key(ns: &str, name: &str) -> Key {
+    (ns.to_string(), name.to_string())
+}
+
+/// What a worker does before supervising.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    /// Unpack and install dependencies, then start.
+    Build,
+    /// Start from the existing build (building when it is missing).
+    Restart,
+}
+
+#[derive(Default)]
+struct Slot {
+    generation: u64,
+    worker: Option<tokio::task::JoinHandle<()>>,
+    active: Option<Arc<Proc>>,
+}
+
+struct Inner {
+    opts: LocalOptions,
+    db: Arc<Db>,
+    logs: Arc<Logs>,
+    store: CodeStore,
+    runtimes: RuntimePaths,
+    slots: Mutex<HashMap<Key, Slot>>,
+    next_generation: AtomicU64,
+    shutting_down: AtomicBool,
 }
 
 /// The local backend.
 pub struct LocalBackend {
-    _opts: LocalOptions,
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for LocalBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalBackend")
+            .field("data_dir", &self.inner.opts.data_dir)
+            .finish()
+    }
+}
+
+/// `<data-dir>/run/<ns>/<name>.pid`: "PID PORT" of the serving process.
+pub fn pid_file(data_dir: &Path, ns: &str, name: &str) -> PathBuf {
+    data_dir.join("run").join(ns).join(format!("{name}.pid"))
 }
 
 impl LocalBackend {
     /// Opens the database under the data dir, reclaims anything a crash left
-    /// behind, and brings every Ready function back.
-    pub async fn start(opts: LocalOptions) -> crate::Result<LocalBackend> {
-        Err(crate::Error::Unsupported(format!(
-            "local backend not built yet ({})",
-            opts.data_dir.display()
-        )))
+    /// behind, and brings every Ready function back. Must run inside a tokio
+    /// runtime.
+    pub async fn start(opts: LocalOptions) -> Result<LocalBackend> {
+        let data_dir = opts.data_dir.clone();
+        std::fs::create_dir_all(&data_dir).map_err(Error::io(format!(
+            "creating data dir {}",
+            data_dir.display()
+        )))?;
+        let data_dir = data_dir.canonicalize().map_err(Error::io(format!(
+            "resolving data dir {}",
+            data_dir.display()
+        )))?;
+        let mut opts = opts;
+        opts.data_dir = data_dir.clone();
+        let runtimes =
+            runtimes::install(&data_dir).map_err(Error::io("installing the runtime servers"))?;
+        let db = Arc::new(Db::open(&data_dir.join("state.db"))?);
+
+        // Reclaim processes a crashed operator left behind.
+        let pgids = db.recorded_processes()?;
+        let marker = runtimes.dir.to_string_lossy().into_owned();
+        let killed = process::reclaim_groups(&pgids, &data_dir, &marker);
+        if !killed.is_empty() {
+            tracing::warn!(
+                ?killed,
+                "killed processes left behind by a previous operator"
+            );
+        }
+        db.clear_processes()?;
+        let _ = std::fs::remove_dir_all(data_dir.join("run"));
+        for lang in ["python", "node"] {
+            remove_tmp_dirs(&data_dir.join("deps").join(lang));
+        }
+
+        let inner = Arc::new(Inner {
+            logs: Arc::new(Logs::new(data_dir.join("logs"), opts.log_max_bytes)),
+            store: CodeStore::new(data_dir.join("code")),
+            db,
+            runtimes,
+            opts,
+            slots: Mutex::new(HashMap::new()),
+            next_generation: AtomicU64::new(0),
+            shutting_down: AtomicBool::new(false),
+        });
+        let mut restored = 0;
+        for f in inner.db.all_functions()? {
+            let plan = match f.status.phase {
+                Phase::Ready => Plan::Restart,
+                Phase::Building => Plan::Build,
+                _ => continue,
+            };
+            let mut slots = inner.lock_slots();
+            inner.schedule_locked(&mut slots, key(&f.namespace, &f.name), plan);
+            restored += 1;
+        }
+        tracing::info!(data_dir = %data_dir.display(), restored, "local backend started");
+        Ok(LocalBackend { inner })
+    }
+
+    /// The data dir (absolute).
+    pub fn data_dir(&self) -> &Path {
+        &self.inner.opts.data_dir
+    }
+}
+
+fn remove_tmp_dirs(dir: &Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with(".tmp-") {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+}
+
+impl Inner {
+    fn lock_slots(&self) -> MutexGuard<'_, HashMap<Key, Slot>> {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Bumps the function's generation and replaces its worker.
+    fn schedule_locked(self: &Arc<Self>, slots: &mut HashMap<Key, Slot>, key: Key, plan: Plan) {
+        if self.shutting_down.load(Ordering::SeqCst) {
+            return;
+        }
+        let generation = self.next_generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let slot = slots.entry(key.clone()).or_default();
+        slot.generation = generation;
+        if let Some(w) = slot.worker.take() {
+            w.abort();
+        }
+        let inner = self.clone();
+        slot.worker = Some(tokio::spawn(async move {
+            inner.work(key, generation, plan).await;
+        }));
+    }
+
+    fn is_current(slots: &HashMap<Key, Slot>, key: &Key, generation: u64) -> bool {
+        slots.get(key).is_some_and(|s| s.generation == generation)
+    }
+
+    /// Changes the status while `generation` is current; false otherwise.
+    fn update_status(
+        &self,
+        key: &Key,
+        generation: u64,
+        f: impl FnOnce(&mut FunctionStatus),
+    ) -> bool {
+        let slots = self.lock_slots();
+        if !Self::is_current(&slots, key, generation) {
+            return false;
+        }
+        self.write_status(key, f)
+    }
+
+    fn write_status(&self, key: &Key, f: impl FnOnce(&mut FunctionStatus)) -> bool {
+        match self.db.get_function(&key.0, &key.1) {
+            Ok(Some(mut func)) => {
+                f(&mut func.status);
+                match self.db.save_function(&func) {
+                    Ok(saved) => saved,
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot save function status");
+                        false
+                    }
+                }
+            }
+            Ok(None) => false,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read function");
+                false
+            }
+        }
+    }
+
+    fn build_log(&self, key: &Key, text: &str) {
+        self.logs.append(&key.0, &key.1, LogKind::Build, text);
+    }
+
+    fn run_sink(&self, key: &Key) -> LineSink {
+        let logs = self.logs.clone();
+        let (ns, name) = key.clone();
+        Arc::new(move |line: &str| logs.append(&ns, &name, LogKind::Run, line))
+    }
+
+    /// Marks the function Failed (if current) and stops whatever served it.
+    async fn fail(&self, key: &Key, generation: u64, message: String) {
+        let old = {
+            let mut slots = self.lock_slots();
+            if !Self::is_current(&slots, key, generation) {
+                return;
+            }
+            self.write_status(key, |s| {
+                s.phase = Phase::Failed;
+                s.message = Some(message.clone());
+            });
+            slots.get_mut(key).and_then(|s| s.active.take())
+        };
+        self.build_log(key, &format!("FAILED: {message}"));
+        let _ = std::fs::remove_file(pid_file(&self.opts.data_dir, &key.0, &key.1));
+        if let Some(old) = old {
+            old.stop(self.opts.stop_grace).await;
+        }
+    }
+
+    fn launch_for(&self, f: &Function, built: &build::Built) -> Launch {
+        let spec: &FunctionSpec = &f.spec;
+        let mut env: Vec<(String, String)> = ["PATH", "HOME", "LANG"]
+            .iter()
+            .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+            .collect();
+        for (k, v) in &spec.env_vars {
+            if k == "PYTHONPATH" && built.python_deps.is_some() {
+                continue;
+            }
+            env.push((k.clone(), v.clone()));
+        }
+        if let Some(deps) = &built.python_deps {
+            let mut pp = deps.to_string_lossy().into_owned();
+            if let Some(user) = spec.env_vars.get("PYTHONPATH") {
+                pp = format!("{pp}:{user}");
+            }
+            env.push(("PYTHONPATH".into(), pp));
+        }
+        let src = built.src.to_string_lossy().into_owned();
+        env.extend([
+            ("SLESS_ENTRYPOINT".to_string(), spec.entrypoint.clone()),
+            ("SLESS_FUNCTION".to_string(), f.name.clone()),
+            ("SLESS_NAMESPACE".to_string(), f.namespace.clone()),
+            ("SLESS_CODE_DIR".to_string(), src),
+            ("SLESS_HOST".to_string(), "127.0.0.1".to_string()),
+            ("SLESS_PORT".to_string(), "0".to_string()),
+            (
+                "SLESS_TIMEOUT_SEC".to_string(),
+                spec.timeout_sec.to_string(),
+            ),
+            ("SLESS_MEMORY_MB".to_string(), spec.memory_mb.to_string()),
+        ]);
+        let language = spec.runtime.language();
+        let server: OsString = self
+            .runtimes
+            .server_for(language)
+            .as_os_str()
+            .to_os_string();
+        let (program, args) = match language {
+            Language::Python => (self.opts.python.clone(), vec![OsString::from("-u"), server]),
+            Language::Node => {
+                // V8's heap gets three quarters of the limit; the RSS watchdog
+                // enforces the whole of it.
+                let heap = (spec.memory_mb * 3 / 4).max(32);
+                (
+                    self.opts.node.clone(),
+                    vec![
+                        OsString::from(format!("--max-old-space-size={heap}")),
+                        server,
+                    ],
+                )
+            }
+        };
+        Launch {
+            program,
+            args,
+            cwd: built.src.clone(),
+            env,
+            ready_timeout: self.opts.ready_timeout,
+            memory_mb: spec.memory_mb,
+            timeout: Duration::from_secs(u64::from(spec.timeout_sec)),
+            ns: f.namespace.clone(),
+            name: f.name.clone(),
+        }
+    }
+
+    fn write_pid_file(&self, key: &Key, proc: &Proc) {
+        let path = pid_file(&self.opts.data_dir, &key.0, &key.1);
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = std::fs::write(&path, format!("{} {}\n", proc.pid, proc.port));
+    }
+
+    /// Removes build dirs of other code versions of this function.
+    fn prune_builds(&self, key: &Key, keep_sha: &str) {
+        let dir = self.opts.data_dir.join("builds").join(&key.0).join(&key.1);
+        let keep = build::short_sha(keep_sha);
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for e in entries.flatten() {
+                if e.file_name().to_string_lossy() != keep {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+    }
+
+    /// The worker of one generation: build if needed, start, switch, supervise.
+    async fn work(self: Arc<Self>, key: Key, generation: u64, plan: Plan) {
+        let Ok(Some(f)) = self.db.get_function(&key.0, &key.1) else {
+            return;
+        };
+        let Some(sha) = f.status.code_sha256.clone() else {
+            return;
+        };
+        let runtime = f.spec.runtime;
+        let existing = match plan {
+            Plan::Restart => build::load_built(&self.opts.data_dir, &key.0, &key.1, &sha, runtime),
+            Plan::Build => None,
+        };
+        let built_now = existing.is_none();
+        let built = match existing {
+            Some(b) => b,
+            None => {
+                self.update_status(&key, generation, |s| {
+                    s.phase = Phase::Building;
+                    s.message = Some(format!(
+                        "building code {} for {runtime}",
+                        build::short_sha(&sha)
+                    ));
+                });
+                self.logs.rotate(&key.0, &key.1, LogKind::Build);
+                self.build_log(
+                    &key,
+                    &format!(
+                        "=== build of {}/{} code {} for {runtime} at {}",
+                        key.0,
+                        key.1,
+                        build::short_sha(&sha),
+                        now_rfc3339()
+                    ),
+                );
+                let env = build::BuildEnv {
+                    data_dir: self.opts.data_dir.clone(),
+                    db: self.db.clone(),
+                    logs: self.logs.clone(),
+                    ns: key.0.clone(),
+                    name: key.1.clone(),
+                    python: self.opts.python.clone(),
+                    npm: self.opts.npm.clone(),
+                    timeout: self.opts.build_timeout,
+                };
+                match build::build(&env, &sha, runtime, &self.store.path(&sha)).await {
+                    Ok(b) => b,
+                    Err(msg) => {
+                        self.fail(&key, generation, format!("build failed: {msg}"))
+                            .await;
+                        return;
+                    }
+                }
+            }
+        };
+
+        // Start with the spec as it is now.
+        let Ok(Some(f)) = self.db.get_function(&key.0, &key.1) else {
+            return;
+        };
+        let launch = self.launch_for(&f, &built);
+        self.build_log(
+            &key,
+            &format!(
+                "starting {} (entrypoint {}) in {}",
+                runtime,
+                f.spec.entrypoint,
+                built.src.display()
+            ),
+        );
+        let proc = match supervisor::start(&launch, &self.db, self.run_sink(&key)).await {
+            Ok(p) => p,
+            Err(msg) => {
+                self.fail(
+                    &key,
+                    generation,
+                    format!("entrypoint {:?} failed to start: {msg}", f.spec.entrypoint),
+                )
+                .await;
+                return;
+            }
+        };
+        let old = {
+            let mut slots = self.lock_slots();
+            if !Self::is_current(&slots, &key, generation) {
+                return; // dropping `proc` kills it
+            }
+            let image_ref = format!("local/{}/{}:{}", key.0, key.1, build::short_sha(&sha));
+            self.write_status(&key, |s| {
+                s.phase = Phase::Ready;
+                s.message = None;
+                s.image_ref = Some(image_ref);
+                if built_now || s.last_built_at.is_none() {
+                    s.last_built_at = Some(now_rfc3339());
+                }
+            });
+            slots
+                .get_mut(&key)
+                .and_then(|s| s.active.replace(proc.clone()))
+        };
+        self.write_pid_file(&key, &proc);
+        self.build_log(
+            &key,
+            &format!("ready: pid {} serving on 127.0.0.1:{}", proc.pid, proc.port),
+        );
+        if let Some(old) = old {
+            old.stop(self.opts.stop_grace).await;
+        }
+        self.prune_builds(&key, &sha);
+        self.supervise(key, generation, proc, launch).await;
+    }
+
+    /// Restarts the process with backoff whenever it exits.
+    async fn supervise(&self, key: Key, generation: u64, mut proc: Arc<Proc>, launch: Launch) {
+        let mut backoff = Backoff::default();
+        let sink = self.run_sink(&key);
+        loop {
+            let how = proc.wait_exit().await;
+            let uptime = proc.started.elapsed();
+            {
+                let mut slots = self.lock_slots();
+                if !Self::is_current(&slots, &key, generation) {
+                    return;
+                }
+                match slots.get_mut(&key) {
+                    Some(s) if s.active.as_ref().is_some_and(|a| Arc::ptr_eq(a, &proc)) => {
+                        s.active = None;
+                    }
+                    _ => return,
+                }
+            }
+            let _ = std::fs::remove_file(pid_file(&self.opts.data_dir, &key.0, &key.1));
+            let mut delay = backoff.delay(uptime);
+            let mut restarts = 0;
+            self.update_status(&key, generation, |s| {
+                s.restarts += 1;
+                restarts = s.restarts;
+                s.message = Some(format!(
+                    "the process {how}; restarting in {} ms (restart {restarts})",
+                    delay.as_millis()
+                ));
+            });
+            sink(&format!(
+                "sless: function process {how}; restarting in {} ms",
+                delay.as_millis()
+            ));
+            loop {
+                tokio::time::sleep(delay).await;
+                // A spec change would have started a newer generation; a
+                // deleted function has no row.
+                if !matches!(self.db.get_function(&key.0, &key.1), Ok(Some(_))) {
+                    return;
+                }
+                match supervisor::start(&launch, &self.db, sink.clone()).await {
+                    Ok(p) => {
+                        let mut slots = self.lock_slots();
+                        if !Self::is_current(&slots, &key, generation) {
+                            return;
+                        }
+                        if let Some(s) = slots.get_mut(&key) {
+                            s.active = Some(p.clone());
+                        }
+                        self.write_status(&key, |s| {
+                            s.message = Some(format!(
+                                "restarted after the process {how} (restart {restarts})"
+                            ));
+                        });
+                        drop(slots);
+                        self.write_pid_file(&key, &p);
+                        proc = p;
+                        break;
+                    }
+                    Err(msg) => {
+                        delay = backoff.delay(Duration::ZERO);
+                        sink(&format!(
+                            "sless: restart failed: {msg}; retrying in {} ms",
+                            delay.as_millis()
+                        ));
+                        self.update_status(&key, generation, |s| {
+                            s.message = Some(format!(
+                                "restart failed, retrying in {} ms: {msg}",
+                                delay.as_millis()
+                            ));
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    fn not_found(ns: &str, name: &str) -> Error {
+        Error::function_not_found(ns, name)
+    }
+
+    fn get(&self, ns: &str, name: &str) -> Result<Function> {
+        self.db
+            .get_function(ns, name)?
+            .ok_or_else(|| Self::not_found(ns, name))
+    }
+}
+
+#[async_trait::async_trait]
+impl Backend for LocalBackend {
+    async fn ensure_namespace(&self, namespace: &str) -> Result<NamespaceInfo> {
+        let created = self.inner.db.ensure_namespace(namespace)?;
+        Ok(NamespaceInfo {
+            namespace: namespace.to_string(),
+            created,
+        })
+    }
+
+    async fn create_function(
+        &self,
+        namespace: &str,
+        name: &str,
+        spec: FunctionSpec,
+    ) -> Result<Function> {
+        if !self.inner.db.namespace_exists(namespace)? {
+            return Err(Error::NotFound {
+                kind: "namespace",
+                namespace: namespace.to_string(),
+                name: namespace.to_string(),
+            });
+        }
+        let now = now_rfc3339();
+        let f = Function {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            spec,
+            status: FunctionStatus {
+                phase: Phase::Pending,
+                message: Some("waiting for a code upload".into()),
+                code_sha256: None,
+                source_hash: None,
+                image_ref: None,
+                last_built_at: None,
+                invoke_path: paths::function_invoke(namespace, name),
+                restarts: 0,
+            },
+            created_at: now.clone(),
+            updated_at: now,
+        };
+        self.inner.db.insert_function(&f)?;
+        Ok(f)
+    }
+
+    async fn get_function(&self, namespace: &str, name: &str) -> Result<Function> {
+        self.inner.get(namespace, name)
+    }
+
+    async fn list_functions(&self, namespace: &str) -> Result<Vec<Function>> {
+        self.inner.db.list_functions(namespace)
+    }
+
+    async fn update_function(
+        &self,
+        namespace: &str,
+        name: &str,
+        update: UpdateFunction,
+    ) -> Result<Function> {
+        let inner = &self.inner;
+        let mut slots = inner.lock_slots();
+        let mut f = inner.get(namespace, name)?;
+        let next = update.apply_to(&f.spec)?;
+        if next == f.spec {
+            return Ok(f);
+        }
+        let runtime_changed = next.runtime != f.spec.runtime;
+        f.spec = next;
+        f.updated_at = now_rfc3339();
+        let plan = match (&f.status.code_sha256, runtime_changed) {
+            (None, _) => None,
+            (Some(_), true) => Some(Plan::Build),
+            (Some(_), false) => Some(Plan::Restart),
+        };
+        if plan.is_some() {
+            f.status.phase = Phase::Building;
+            f.status.message = Some(if runtime_changed {
+                format!("rebuilding for runtime {}", f.spec.runtime)
+            } else {
+                "restarting with the updated spec".to_string()
+            });
+        }
+        inner.db.save_function(&f)?;
+        if let Some(plan) = plan {
+            inner.schedule_locked(&mut slots, key(namespace, name), plan);
+        }
+        Ok(f)
+    }
+
+    async fn delete_function(&self, namespace: &str, name: &str) -> Result<()> {
+        let inner = &self.inner;
+        let (slot, sha) = {
+            let mut slots = inner.lock_slots();
+            let f = inner.get(namespace, name)?;
+            inner.db.delete_function(namespace, name)?;
+            (slots.remove(&key(namespace, name)), f.status.code_sha256)
+        };
+        if let Some(slot) = slot {
+            if let Some(w) = slot.worker {
+                w.abort();
+            }
+            if let Some(p) = slot.active {
+                p.stop(inner.opts.stop_grace).await;
+            }
+        }
+        let data_dir = &inner.opts.data_dir;
+        let _ = std::fs::remove_file(pid_file(data_dir, namespace, name));
+        let _ = std::fs::remove_dir_all(data_dir.join("builds").join(namespace).join(name));
+        inner.logs.remove(namespace, name);
+        if let Some(sha) = sha {
+            if !inner.db.code_in_use(&sha)? {
+                inner.store.remove(&sha);
+            }
+        }
+        Ok(())
+    }
+
+    async fn upload_code(&self, namespace: &str, name: &str, code: CodeBundle) -> Result<Function> {
+        let inner = &self.inner;
+        let existing = inner.get(namespace, name)?;
+        if existing.status.code_sha256.as_deref() == Some(code.sha256.as_str())
+            && matches!(existing.status.phase, Phase::Ready | Phase::Building)
+        {
+            return Ok(existing);
+        }
+        {
+            let store = inner.store.clone();
+            let sha = code.sha256.clone();
+            let zip = code.zip.clone();
+            tokio::task::spawn_blocking(move || store.put(&sha, &zip))
+                .await
+                .map_err(|e| Error::Internal(format!("storing code: {e}")))??;
+        }
+        let (f, old_sha) = {
+            let mut slots = inner.lock_slots();
+            let mut f = inner.get(namespace, name)?;
+            if f.status.code_sha256.as_deref() == Some(code.sha256.as_str())
+                && matches!(f.status.phase, Phase::Ready | Phase::Building)
+            {
+                return Ok(f);
+            }
+            let old_sha = f.status.code_sha256.replace(code.sha256.clone());
+            f.status.source_hash = code.source_hash.clone();
+            f.status.phase = Phase::Building;
+            f.status.message = Some(format!("building code {}", build::short_sha(&code.sha256)));
+            f.status.restarts = 0;
+            f.updated_at = now_rfc3339();
+            inner.db.save_function(&f)?;
+            inner.schedule_locked(&mut slots, key(namespace, name), Plan::Build);
+            (f, old_sha)
+        };
+        if let Some(old) = old_sha.filter(|o| *o != code.sha256) {
+            if !inner.db.code_in_use(&old)? {
+                inner.store.remove(&old);
+            }
+        }
+        Ok(f)
+    }
+
+    async fn read_logs(
+        &self,
+        namespace: &str,
+        name: &str,
+        kind: LogKind,
+        tail: Option<usize>,
+    ) -> Result<String> {
+        self.inner.get(namespace, name)?;
+        let logs = self.inner.logs.clone();
+        let (ns, n) = (namespace.to_string(), name.to_string());
+        tokio::task::spawn_blocking(move || logs.read(&ns, &n, kind, tail))
+            .await
+            .map_err(|e| Error::Internal(format!("reading logs: {e}")))
+    }
+
+    async fn invoke_target(&self, namespace: &str, name: &str) -> Result<InvokeTarget> {
+        let f = self.inner.get(namespace, name)?;
+        let active = {
+            let slots = self.inner.lock_slots();
+            slots
+                .get(&key(namespace, name))
+                .and_then(|s| s.active.clone())
+                .filter(|p| !p.has_exited())
+        };
+        if let Some(p) = active {
+            return Ok(InvokeTarget {
+                base_url: p.base_url(),
+                timeout: Duration::from_secs(u64::from(f.spec.timeout_sec)),
+            });
+        }
+        let why = f.status.message.clone().unwrap_or_default();
+        Err(Error::NotReady(match f.status.phase {
+            Phase::Pending => format!("function {name:?} has no code yet: upload code first"),
+            Phase::Building => format!("function {name:?} is building: {why}"),
+            Phase::Failed => format!("function {name:?} failed: {why}"),
+            Phase::Deleting => format!("function {name:?} is being deleted"),
+            Phase::Ready => format!("function {name:?} is (re)starting its process: {why}"),
+        }))
+    }
+
+    async fn shutdown(&self) {
+        let inner = &self.inner;
+        inner.shutting_down.store(true, Ordering::SeqCst);
+        let slots: Vec<Slot> = inner.lock_slots().drain().map(|(_, s)| s).collect();
+        let mut procs = Vec::new();
+        for slot in slots {
+            if let Some(w) = slot.worker {
+                w.abort();
+            }
+            if let Some(p) = slot.active {
+                procs.push(p);
+            }
+        }
+        let grace = inner.opts.stop_grace;
+        futures_util::future::join_all(procs.iter().map(|p| p.stop(grace))).await;
+        let _ = std::fs::remove_dir_all(inner.opts.data_dir.join("run"));
+        tracing::info!(stopped = procs.len(), "local backend stopped");
     }
 }

@@ -1,0 +1,89 @@
+//! Content-addressed code storage: `<data-dir>/code/<sha256>.zip`, written to
+//! a temporary file and renamed, so a reader never sees a partial zip.
+
+use crate::{Error, Result};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// The code store.
+#[derive(Debug, Clone)]
+pub struct CodeStore {
+    dir: PathBuf,
+}
+
+fn is_sha256_hex(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+impl CodeStore {
+    /// A store rooted at `dir` (`<data-dir>/code`).
+    pub fn new(dir: PathBuf) -> CodeStore {
+        CodeStore { dir }
+    }
+
+    /// Where the zip with this hash lives.
+    pub fn path(&self, sha256: &str) -> PathBuf {
+        self.dir.join(format!("{sha256}.zip"))
+    }
+
+    /// Stores `zip` under `sha256` (a no-op when it is already there).
+    pub fn put(&self, sha256: &str, zip: &[u8]) -> Result<PathBuf> {
+        if !is_sha256_hex(sha256) {
+            return Err(Error::Internal(format!(
+                "not a sha256 hex digest: {sha256:?}"
+            )));
+        }
+        let path = self.path(sha256);
+        if path.exists() {
+            return Ok(path);
+        }
+        std::fs::create_dir_all(&self.dir).map_err(Error::io("creating the code store"))?;
+        let tmp = self
+            .dir
+            .join(format!(".{sha256}.{}.tmp", std::process::id()));
+        let write = || -> std::io::Result<()> {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(zip)?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &path)
+        };
+        write().map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            Error::Io {
+                context: format!("storing code {sha256}"),
+                source: e,
+            }
+        })?;
+        Ok(path)
+    }
+
+    /// Reads a stored zip.
+    pub fn get(&self, sha256: &str) -> Result<Vec<u8>> {
+        std::fs::read(self.path(sha256)).map_err(Error::io(format!("reading code {sha256}")))
+    }
+
+    /// Removes a stored zip (ignored when missing).
+    pub fn remove(&self, sha256: &str) {
+        if is_sha256_hex(sha256) {
+            let _ = std::fs::remove_file(self.path(sha256));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stores_by_hash() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = CodeStore::new(tmp.path().join("code"));
+        let sha = "a".repeat(64);
+        let p = store.put(&sha, b"zipbytes").unwrap();
+        assert_eq!(p, tmp.path().join("code").join(format!("{sha}.zip")));
+        assert_eq!(store.get(&sha).unwrap(), b"zipbytes");
+        assert!(store.put("../evil", b"x").is_err());
+        store.remove(&sha);
+        assert!(store.get(&sha).is_err());
+    }
+}

@@ -1,0 +1,348 @@
+//! One function process: start a runtime server (docs/runtime-protocol.md),
+//! wait for its `SLESS_READY port=N` line, forward its output to the run log,
+//! watch its memory, and stop it (SIGTERM, then SIGKILL after a grace period).
+//! The restart policy lives in [`Backoff`]; the backend's worker loop applies it.
+
+use super::build::pump_lines;
+use super::db::Db;
+use super::process::{GroupGuard, isolate, rss_kib, signal_group};
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::process::Command;
+use tokio::sync::{oneshot, watch};
+
+/// How to start a function process.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The interpreter (`python3`, `node`).
+    pub program: String,
+    /// Its arguments (interpreter flags, then the server script).
+    pub args: Vec<OsString>,
+    /// Working directory: the unpacked code.
+    pub cwd: PathBuf,
+    /// The complete environment (the operator's is not inherited).
+    pub env: Vec<(String, String)>,
+    /// How long to wait for the READY line.
+    pub ready_timeout: Duration,
+    /// Kill the process when its RSS exceeds this many MiB.
+    pub memory_mb: u32,
+    /// The function's per-invocation timeout (handed to the proxy).
+    pub timeout: Duration,
+    /// Namespace (for process records).
+    pub ns: String,
+    /// Function name (for process records).
+    pub name: String,
+}
+
+/// Where a process's output lines go (the function's run log).
+pub type LineSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// A running function process. Dropping the last handle kills its group.
+pub struct Proc {
+    /// Process id (also its process group id).
+    pub pid: u32,
+    /// Loopback port it serves on.
+    pub port: u16,
+    /// The function's timeout at start.
+    pub timeout: Duration,
+    /// When it became ready.
+    pub started: Instant,
+    exited: watch::Receiver<Option<String>>,
+    _guard: GroupGuard,
+}
+
+impl std::fmt::Debug for Proc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proc")
+            .field("pid", &self.pid)
+            .field("port", &self.port)
+            .finish()
+    }
+}
+
+impl Proc {
+    /// `http://127.0.0.1:<port>`
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Waits until the process exits; returns how it exited.
+    pub async fn wait_exit(&self) -> String {
+        let mut rx = self.exited.clone();
+        loop {
+            if let Some(s) = rx.borrow_and_update().clone() {
+                return s;
+            }
+            if rx.changed().await.is_err() {
+                return "exited (status unknown)".to_string();
+            }
+        }
+    }
+
+    /// True once the process has exited.
+    pub fn has_exited(&self) -> bool {
+        self.exited.borrow().is_some()
+    }
+
+    /// Stops the process: SIGTERM to its group, SIGKILL after `grace`.
+    pub async fn stop(&self, grace: Duration) {
+        if !self.has_exited() {
+            signal_group(self.pid, libc::SIGTERM);
+            if tokio::time::timeout(grace, self.wait_exit()).await.is_err() {
+                tracing::warn!(
+                    pid = self.pid,
+                    "function process ignored SIGTERM; killing it"
+                );
+            }
+        }
+        // Whatever else is left in its group goes too.
+        signal_group(self.pid, libc::SIGKILL);
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.wait_exit()).await;
+    }
+}
+
+/// Parses `SLESS_READY port=N`.
+pub fn parse_ready(line: &str) -> Option<u16> {
+    line.trim()
+        .strip_prefix("SLESS_READY port=")
+        .and_then(|p| p.trim().parse().ok())
+        .filter(|p| *p != 0)
+}
+
+/// Lines of stderr kept for the failure message.
+const STDERR_TAIL: usize = 12;
+
+/// Starts a process and waits for READY. The error is a message for the
+/// function's status, ending with the last lines of its stderr.
+pub async fn start(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Arc<Proc>, String> {
+    let mut cmd = Command::new(&launch.program);
+    cmd.args(&launch.args)
+        .current_dir(&launch.cwd)
+        .env_clear()
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    isolate(&mut cmd);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", launch.program))?;
+    let pid = child.id().unwrap_or(0);
+    let guard = GroupGuard::new(pid);
+    if let Err(e) = db.record_process(pid, "run", &launch.ns, &launch.name) {
+        tracing::warn!(error = %e, "cannot record a function process");
+    }
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+
+    // stdout: the READY line, then everything to the run log.
+    let (ready_tx, ready_rx) = oneshot::channel::<u16>();
+    {
+        let sink = sink.clone();
+        tokio::spawn(async move {
+            if let Some(out) = stdout {
+                let mut ready_tx = Some(ready_tx);
+                pump_lines(out, |line| {
+                    if ready_tx.is_some() {
+                        if let Some(port) = parse_ready(line) {
+                            if let Some(tx) = ready_tx.take() {
+                                let _ = tx.send(port);
+                            }
+                            return;
+                        }
+                    }
+                    sink(line);
+                })
+                .await;
+            }
+        });
+    }
+    // stderr: to the run log, keeping a tail for failure messages.
+    let tail = Arc::new(Mutex::new(VecDeque::<String>::new()));
+    let stderr_done = {
+        let sink = sink.clone();
+        let tail = tail.clone();
+        tokio::spawn(async move {
+            if let Some(err) = stderr {
+                pump_lines(err, |line| {
+                    sink(line);
+                    let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
+                    if t.len() == STDERR_TAIL {
+                        t.pop_front();
+                    }
+                    t.push_back(line.to_string());
+                })
+                .await;
+            }
+        })
+    };
+    // Reaper: records the exit.
+    let (exit_tx, mut exit_rx) = watch::channel::<Option<String>>(None);
+    {
+        let db = db.clone();
+        tokio::spawn(async move {
+            let desc = match child.wait().await {
+                Ok(s) => describe_exit(s),
+                Err(e) => format!("could not be waited for: {e}"),
+            };
+            let _ = db.forget_process(pid);
+            let _ = exit_tx.send(Some(desc));
+        });
+    }
+
+    enum Outcome {
+        Ready(u16),
+        Exited,
+        TimedOut,
+    }
+    let outcome = tokio::select! {
+        port = ready_rx => port.map(Outcome::Ready).unwrap_or(Outcome::Exited),
+        _ = exit_rx.wait_for(|s| s.is_some()) => Outcome::Exited,
+        _ = tokio::time::sleep(launch.ready_timeout) => Outcome::TimedOut,
+    };
+    let port = match outcome {
+        Outcome::Ready(port) => port,
+        Outcome::Exited | Outcome::TimedOut => {
+            let timed_out = matches!(outcome, Outcome::TimedOut);
+            if timed_out {
+                signal_group(pid, libc::SIGKILL);
+            }
+            let _ = tokio::time::timeout(Duration::from_secs(5), exit_rx.wait_for(|s| s.is_some()))
+                .await;
+            let _ = tokio::time::timeout(Duration::from_secs(2), stderr_done).await;
+            let how = exit_rx
+                .borrow()
+                .clone()
+                .unwrap_or_else(|| "exited".to_string());
+            return Err(if timed_out {
+                format!(
+                    "the function process did not print SLESS_READY within {} s{}",
+                    launch.ready_timeout.as_secs(),
+                    format_tail(&tail)
+                )
+            } else {
+                format!(
+                    "the function process {how} before it was ready{}",
+                    format_tail(&tail)
+                )
+            });
+        }
+    };
+
+    let proc = Arc::new(Proc {
+        pid,
+        port,
+        timeout: launch.timeout,
+        started: Instant::now(),
+        exited: exit_rx,
+        _guard: guard,
+    });
+    spawn_watchdog(Arc::downgrade(&proc), launch.memory_mb, sink);
+    Ok(proc)
+}
+
+fn format_tail(tail: &Mutex<VecDeque<String>>) -> String {
+    let t = tail.lock().unwrap_or_else(|p| p.into_inner());
+    if t.is_empty() {
+        String::new()
+    } else {
+        format!(":\n{}", t.iter().cloned().collect::<Vec<_>>().join("\n"))
+    }
+}
+
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(sig)) => format!("was killed by signal {sig}"),
+        _ => "exited".to_string(),
+    }
+}
+
+/// Samples the process's RSS every 500 ms and kills its group when it exceeds
+/// `memory_mb`, logging why.
+fn spawn_watchdog(proc: std::sync::Weak<Proc>, memory_mb: u32, sink: LineSink) {
+    tokio::spawn(async move {
+        let limit_kib = u64::from(memory_mb) * 1024;
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let Some(p) = proc.upgrade() else { return };
+            if p.has_exited() {
+                return;
+            }
+            if let Some(rss) = rss_kib(p.pid) {
+                if rss > limit_kib {
+                    sink(&format!(
+                        "killed: RSS {} MiB exceeds memory_mb {memory_mb}",
+                        rss / 1024
+                    ));
+                    signal_group(p.pid, libc::SIGKILL);
+                    return;
+                }
+            }
+        }
+    });
+}
+
+/// Exponential restart backoff: 0.5 s doubling to 30 s, back to 0.5 s after a
+/// process stayed up for a minute.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    next: Duration,
+}
+
+/// First delay.
+pub const BACKOFF_MIN: Duration = Duration::from_millis(500);
+/// Largest delay.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// Uptime after which the delay resets.
+pub const BACKOFF_RESET_AFTER: Duration = Duration::from_secs(60);
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff { next: BACKOFF_MIN }
+    }
+}
+
+impl Backoff {
+    /// The delay before the next restart of a process that was up for `uptime`.
+    pub fn delay(&mut self, uptime: Duration) -> Duration {
+        if uptime >= BACKOFF_RESET_AFTER {
+            self.next = BACKOFF_MIN;
+        }
+        let d = self.next;
+        self.next = (self.next * 2).min(BACKOFF_MAX);
+        d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ready_line_parsing() {
+        assert_eq!(parse_ready("SLESS_READY port=4321"), Some(4321));
+        assert_eq!(parse_ready("SLESS_READY port=4321\r"), Some(4321));
+        assert_eq!(parse_ready("SLESS_READY port=0"), None);
+        assert_eq!(parse_ready("hello"), None);
+        assert_eq!(parse_ready("SLESS_READY port=x"), None);
+    }
+
+    #[test]
+    fn backoff_doubles_caps_and_resets() {
+        let mut b = Backoff::default();
+        let short = Duration::from_secs(1);
+        let seq: Vec<u64> = (0..9).map(|_| b.delay(short).as_millis() as u64).collect();
+        assert_eq!(
+            seq,
+            [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]
+        );
+        assert_eq!(b.delay(Duration::from_secs(61)), BACKOFF_MIN);
+        assert_eq!(b.delay(short), Duration::from_secs(1));
+    }
+}
