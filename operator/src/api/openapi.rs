@@ -1,0 +1,118 @@
+//! The OpenAPI document, generated from the handlers and wire types.
+
+use super::{code, functions, invoke, logs, namespaces, router};
+use axum::http::header::CONTENT_TYPE;
+use axum::response::IntoResponse;
+use std::sync::OnceLock;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+/// The operator's REST API.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "sless operator API",
+        description = "Manage and invoke serverless functions. Every /v1 request carries `Authorization: Bearer <JWT>`; the `{ns}` of the path must be the namespace derived from the token's `sub` (`sless-` + the first 8 hex characters of sha256(sub)). Errors carry `{\"error\": {\"code\", \"message\", \"field\"}}`."
+    ),
+    paths(
+        router::healthz,
+        serve,
+        namespaces::ensure,
+        functions::create,
+        functions::list,
+        functions::get,
+        functions::update,
+        functions::delete,
+        code::upload,
+        logs::read,
+        invoke::invoke,
+        invoke::invoke_rest,
+    ),
+    components(schemas(
+        sless_wire::ErrorBody,
+        sless_wire::ApiError,
+        sless_wire::ErrorCode,
+        sless_wire::NamespaceInfo,
+        sless_wire::CreateFunction,
+        sless_wire::UpdateFunction,
+        sless_wire::Function,
+        sless_wire::function::FunctionSpec,
+        sless_wire::FunctionStatus,
+        sless_wire::Phase,
+        sless_wire::Runtime,
+        sless_wire::FunctionList,
+        sless_wire::function::LogKind,
+    )),
+    modifiers(&BearerAuth),
+    tags(
+        (name = "namespaces", description = "The caller's namespace"),
+        (name = "functions", description = "Functions: definition, code, logs"),
+        (name = "invoke", description = "Calling a function through the operator"),
+        (name = "meta", description = "Health and this document"),
+    )
+)]
+pub struct ApiDoc;
+
+/// Adds the `bearer` (JWT) security scheme the operations refer to.
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The document as pretty JSON (built once).
+pub fn document_json() -> &'static str {
+    static DOC: OnceLock<String> = OnceLock::new();
+    DOC.get_or_init(|| {
+        ApiDoc::openapi().to_pretty_json().unwrap_or_else(|e| {
+            format!("{{\"error\": \"cannot render the OpenAPI document: {e}\"}}")
+        })
+    })
+}
+
+/// Serves the OpenAPI document (no auth).
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    tag = "meta",
+    responses((status = 200, description = "This OpenAPI document", content_type = "application/json"))
+)]
+pub async fn serve() -> impl IntoResponse {
+    ([(CONTENT_TYPE, "application/json")], document_json())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_document_lists_every_path_and_the_bearer_scheme() {
+        let doc: serde_json::Value = serde_json::from_str(document_json()).unwrap();
+        let paths = doc["paths"].as_object().unwrap();
+        for p in [
+            "/healthz",
+            "/openapi.json",
+            "/v1/namespaces/{ns}/ensure",
+            "/v1/namespaces/{ns}/functions",
+            "/v1/namespaces/{ns}/functions/{name}",
+            "/v1/namespaces/{ns}/functions/{name}/code",
+            "/v1/namespaces/{ns}/functions/{name}/logs",
+            "/v1/namespaces/{ns}/functions/{name}/invoke",
+        ] {
+            assert!(paths.contains_key(p), "missing {p}");
+        }
+        assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
+        assert!(doc["components"]["schemas"]["CreateFunction"].is_object());
+    }
+}

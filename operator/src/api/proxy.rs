@@ -1,0 +1,358 @@
+//! The reverse proxy to a function's HTTP server, shared by the authenticated
+//! invoke endpoint (and, later, public HTTP triggers).
+//!
+//! Request and response bodies are streamed; hop-by-hop headers (RFC 7230
+//! §6.1) are removed in both directions, and so is the caller's
+//! `Authorization` (the operator's token never reaches user code).
+//! `X-Request-Id` is added when absent, `X-Forwarded-For`/`-Proto`/`-Host` set.
+//! The function's timeout is enforced (504); a process that refuses or drops
+//! the connection is a 502.
+
+use super::error::ApiFailure;
+use crate::backend::InvokeTarget;
+use axum::body::Body;
+use axum::http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use axum::http::{Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use sless_wire::ErrorCode;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+/// The request id header added when a caller sends none.
+pub const REQUEST_ID: &str = "x-request-id";
+
+/// Headers that describe one connection, never forwarded (RFC 7230 §6.1,
+/// plus the obsolete `Proxy-Connection`).
+const HOP_BY_HOP: [&str; 9] = [
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// One request to forward.
+#[derive(Debug)]
+pub struct ProxyRequest {
+    /// The method, forwarded as is.
+    pub method: Method,
+    /// The path after the function's invoke URL, starting with `/`.
+    pub path: String,
+    /// The raw query string, without `?`.
+    pub query: Option<String>,
+    /// The caller's headers.
+    pub headers: HeaderMap,
+    /// The caller's body (streamed).
+    pub body: Body,
+    /// The caller's address, for `X-Forwarded-For`.
+    pub client_addr: Option<SocketAddr>,
+}
+
+/// Builds the shared HTTP client of the proxy: one connection pool for all
+/// invocations, no redirects followed, no proxies from the environment.
+pub fn client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .pool_idle_timeout(std::time::Duration::from_secs(30))
+        .pool_max_idle_per_host(64)
+        .build()
+}
+
+/// Removes hop-by-hop headers, and the headers the `Connection` header names.
+pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let listed: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect();
+    for name in listed {
+        headers.remove(name);
+    }
+    for name in HOP_BY_HOP {
+        headers.remove(name);
+    }
+}
+
+/// The headers sent to the function: the caller's minus hop-by-hop headers,
+/// `Authorization`, `Host` and `Expect`, plus request id and forwarding headers.
+/// Returns the headers and the request id.
+pub fn upstream_headers(
+    mut headers: HeaderMap,
+    client_addr: Option<SocketAddr>,
+) -> (HeaderMap, String) {
+    strip_hop_by_hop(&mut headers);
+    headers.remove(header::AUTHORIZATION);
+    headers.remove(header::EXPECT);
+    let host = headers.remove(header::HOST);
+    let request_id = match headers
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty())
+    {
+        Some(id) => id.to_string(),
+        None => {
+            let id = new_request_id();
+            if let Ok(v) = HeaderValue::from_str(&id) {
+                headers.insert(REQUEST_ID, v);
+            }
+            id
+        }
+    };
+    if let Some(addr) = client_addr {
+        let ip = addr.ip().to_string();
+        let value = match headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()) {
+            Some(prior) if !prior.trim().is_empty() => format!("{prior}, {ip}"),
+            _ => ip,
+        };
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            headers.insert("x-forwarded-for", v);
+        }
+    }
+    if !headers.contains_key("x-forwarded-proto") {
+        headers.insert("x-forwarded-proto", HeaderValue::from_static("http"));
+    }
+    if let Some(host) = host
+        && !headers.contains_key("x-forwarded-host")
+    {
+        headers.insert("x-forwarded-host", host);
+    }
+    (headers, request_id)
+}
+
+fn new_request_id() -> String {
+    let mut b = [0u8; 16];
+    if getrandom::fill(&mut b).is_err() {
+        // Fall back to time-based uniqueness; ids only need to be distinct.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        b = nanos.to_le_bytes();
+    }
+    hex::encode(b)
+}
+
+/// Forwards one request to `target` and streams the answer back. Failures
+/// become JSON errors: 504 `upstream_timeout`, 502 `upstream_failed`.
+pub async fn forward(
+    client: &reqwest::Client,
+    target: &InvokeTarget,
+    req: ProxyRequest,
+) -> Response {
+    let started = Instant::now();
+    let mut url = format!("{}{}", target.base_url.trim_end_matches('/'), req.path);
+    if let Some(q) = req.query.as_deref().filter(|q| !q.is_empty()) {
+        url.push('?');
+        url.push_str(q);
+    }
+    let (headers, request_id) = upstream_headers(req.headers, req.client_addr);
+    let empty = axum::body::HttpBody::size_hint(&req.body).exact() == Some(0);
+    let mut builder = client
+        .request(req.method.clone(), &url)
+        .headers(headers)
+        .timeout(target.timeout);
+    if !empty {
+        builder = builder.body(reqwest::Body::wrap_stream(req.body.into_data_stream()));
+    }
+    let resp = match builder.send().await {
+        Ok(r) => r,
+        Err(e) => {
+            let failure = upstream_failure(&e, target);
+            tracing::warn!(
+                method = %req.method,
+                url = %url,
+                request_id = %request_id,
+                status = failure.status.as_u16(),
+                error = %error_chain(&e),
+                "invoke failed"
+            );
+            return failure.into_response();
+        }
+    };
+    let status = resp.status();
+    let mut out_headers = resp.headers().clone();
+    strip_hop_by_hop(&mut out_headers);
+    if !out_headers.contains_key(REQUEST_ID)
+        && let Ok(v) = HeaderValue::from_str(&request_id)
+    {
+        out_headers.insert(REQUEST_ID, v);
+    }
+    tracing::debug!(
+        method = %req.method,
+        url = %url,
+        request_id = %request_id,
+        status = status.as_u16(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "invoked"
+    );
+    let mut response = Response::new(Body::from_stream(resp.bytes_stream()));
+    *response.status_mut() = status;
+    *response.headers_mut() = out_headers;
+    response
+}
+
+/// The answer for a failed upstream request.
+fn upstream_failure(e: &reqwest::Error, target: &InvokeTarget) -> ApiFailure {
+    if e.is_timeout() {
+        ApiFailure::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            ErrorCode::UpstreamTimeout,
+            format!(
+                "the function did not answer within its timeout of {} s",
+                target.timeout.as_secs_f64()
+            ),
+        )
+    } else if e.is_connect() {
+        ApiFailure::new(
+            StatusCode::BAD_GATEWAY,
+            ErrorCode::UpstreamFailed,
+            "the function's process is not accepting connections (it may have crashed; it is restarted automatically, see the run log)",
+        )
+    } else {
+        ApiFailure::new(
+            StatusCode::BAD_GATEWAY,
+            ErrorCode::UpstreamFailed,
+            format!(
+                "the function's process failed to answer: {} (see the run log)",
+                root_cause(e)
+            ),
+        )
+    }
+}
+
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        cur = s.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(
+                HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_str(v).unwrap(),
+            );
+        }
+        h
+    }
+
+    #[test]
+    fn hop_by_hop_and_connection_listed_headers_go() {
+        let mut h = headers(&[
+            ("connection", "keep-alive, x-secret-hop"),
+            ("keep-alive", "timeout=5"),
+            ("x-secret-hop", "1"),
+            ("te", "trailers"),
+            ("trailer", "x-sum"),
+            ("transfer-encoding", "chunked"),
+            ("upgrade", "websocket"),
+            ("proxy-authorization", "Basic x"),
+            ("proxy-authenticate", "Basic"),
+            ("content-type", "application/json"),
+            ("x-custom", "kept"),
+        ]);
+        strip_hop_by_hop(&mut h);
+        let names: Vec<&str> = h.keys().map(|k| k.as_str()).collect();
+        assert_eq!(names, vec!["content-type", "x-custom"]);
+    }
+
+    #[test]
+    fn authorization_never_reaches_the_function() {
+        let addr: SocketAddr = "10.1.2.3:5555".parse().unwrap();
+        let (h, id) = upstream_headers(
+            headers(&[
+                ("authorization", "Bearer secret"),
+                ("host", "op.example"),
+                ("x-forwarded-for", "192.0.2.1"),
+                ("content-length", "12"),
+            ]),
+            Some(addr),
+        );
+        assert!(h.get("authorization").is_none());
+        assert!(h.get("host").is_none());
+        assert_eq!(h["x-forwarded-for"], "192.0.2.1, 10.1.2.3");
+        assert_eq!(h["x-forwarded-proto"], "http");
+        assert_eq!(h["x-forwarded-host"], "op.example");
+        assert_eq!(h["content-length"], "12");
+        assert_eq!(h[REQUEST_ID], id.as_str());
+        assert_eq!(id.len(), 32);
+    }
+
+    #[test]
+    fn a_callers_request_id_is_kept() {
+        let (h, id) = upstream_headers(headers(&[("x-request-id", "abc-1")]), None);
+        assert_eq!(id, "abc-1");
+        assert_eq!(h[REQUEST_ID], "abc-1");
+        assert!(h.get("x-forwarded-for").is_none());
+    }
+
+    #[tokio::test]
+    async fn refused_connection_is_502_and_slow_function_504() {
+        let client = client().unwrap();
+        // A port with nothing listening: bind, note the port, close.
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let target = InvokeTarget {
+            base_url: format!("http://127.0.0.1:{port}"),
+            timeout: std::time::Duration::from_secs(2),
+        };
+        let req = || ProxyRequest {
+            method: Method::GET,
+            path: "/".into(),
+            query: None,
+            headers: HeaderMap::new(),
+            body: Body::empty(),
+            client_addr: None,
+        };
+        let r = forward(&client, &target, req()).await;
+        assert_eq!(r.status(), StatusCode::BAD_GATEWAY);
+
+        // A server that accepts and never answers.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let hold = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((s, _)) = listener.accept().await {
+                held.push(s);
+            }
+        });
+        let target = InvokeTarget {
+            base_url: format!("http://{addr}"),
+            timeout: std::time::Duration::from_millis(300),
+        };
+        let r = forward(&client, &target, req()).await;
+        assert_eq!(r.status(), StatusCode::GATEWAY_TIMEOUT);
+        let body = axum::body::to_bytes(r.into_body(), 1 << 16).await.unwrap();
+        let body: sless_wire::ErrorBody = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body.error.code, ErrorCode::UpstreamTimeout);
+        assert!(body.error.message.contains("0.3 s"));
+        hold.abort();
+    }
+}

@@ -1,0 +1,89 @@
+//! The route table, the fallbacks (404/405 as JSON) and request logging.
+
+use super::error::ApiFailure;
+use super::{AppState, code, functions, invoke, logs, namespaces, openapi};
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::{StatusCode, Uri};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{any, get, post, put};
+use sless_wire::ErrorCode;
+use std::time::Instant;
+
+/// Builds the HTTP application: `/healthz`, `/openapi.json` and `/v1/...`.
+pub fn router(state: AppState) -> Router {
+    const FUNCTION: &str = "/v1/namespaces/{ns}/functions/{name}";
+    let v1 = Router::new()
+        .route("/v1/namespaces/{ns}/ensure", post(namespaces::ensure))
+        .route(
+            "/v1/namespaces/{ns}/functions",
+            get(functions::list).post(functions::create),
+        )
+        .route(
+            FUNCTION,
+            get(functions::get)
+                .patch(functions::update)
+                .delete(functions::delete),
+        )
+        .route(&format!("{FUNCTION}/code"), put(code::upload))
+        .route(&format!("{FUNCTION}/logs"), get(logs::read))
+        .route(&format!("{FUNCTION}/invoke"), any(invoke::invoke))
+        .route(&format!("{FUNCTION}/invoke/"), any(invoke::invoke))
+        .route(
+            &format!("{FUNCTION}/invoke/{{*rest}}"),
+            any(invoke::invoke_rest),
+        );
+    Router::new()
+        .route(sless_wire::paths::HEALTHZ, get(healthz))
+        .route(sless_wire::paths::OPENAPI, get(openapi::serve))
+        .merge(v1)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        // Extractors enforce their own limits (JSON and code bodies).
+        .layer(DefaultBodyLimit::disable())
+        .layer(middleware::from_fn(log_requests))
+        .with_state(state)
+}
+
+/// Liveness: 200 `ok` while the server runs.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "meta",
+    responses((status = 200, description = "The operator is up", body = String, content_type = "text/plain"))
+)]
+pub async fn healthz() -> &'static str {
+    "ok"
+}
+
+async fn not_found(uri: Uri) -> ApiFailure {
+    ApiFailure::not_found(format!(
+        "no such endpoint: {}; see /openapi.json",
+        uri.path().chars().take(200).collect::<String>()
+    ))
+}
+
+async fn method_not_allowed() -> ApiFailure {
+    ApiFailure::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        ErrorCode::BadRequest,
+        "this endpoint does not support the method; see /openapi.json",
+    )
+}
+
+/// Logs every request: method, path (never headers or query), status, time.
+async fn log_requests(req: Request, next: Next) -> Response {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let started = Instant::now();
+    let resp = next.run(req).await;
+    let status = resp.status().as_u16();
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    if path == sless_wire::paths::HEALTHZ {
+        tracing::debug!(%method, %path, status, elapsed_ms, "request");
+    } else {
+        tracing::info!(%method, %path, status, elapsed_ms, "request");
+    }
+    resp
+}

@@ -1,0 +1,214 @@
+//! `sless-operator serve`: bind, start the backend, serve the API, and shut
+//! down gracefully on SIGTERM/SIGINT (stop accepting, let in-flight requests
+//! finish for a while, stop the backend's processes).
+
+use super::{AppState, proxy, router};
+use crate::auth::{SetupError, Verifier};
+use crate::backend::Backend;
+use crate::config::{BackendKind, ServeArgs};
+use crate::local::{LocalBackend, LocalOptions};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// File in the data dir that holds the bound address `IP:PORT`.
+pub const ADDR_FILE: &str = "operator.addr";
+/// How long in-flight requests may run after a shutdown signal.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why `serve` could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The Kubernetes backend was asked for.
+    #[error(
+        "the Kubernetes backend (--backend kube) is not available in this build yet; use --backend local"
+    )]
+    KubeUnavailable,
+    /// A file system operation failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// Auth could not be set up (key file, JWKS).
+    #[error("auth setup: {0}")]
+    Auth(#[from] SetupError),
+    /// The backend failed to start.
+    #[error("backend: {0}")]
+    Backend(#[from] crate::Error),
+    /// The HTTP client of the proxy could not be built.
+    #[error("HTTP client: {0}")]
+    Http(#[from] reqwest::Error),
+    /// `--public-url` is not an http(s) URL.
+    #[error("--public-url {0:?} must start with http:// or https://")]
+    PublicUrl(String),
+    /// The server task failed.
+    #[error("server: {0}")]
+    Server(String),
+}
+
+fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServeError {
+    let context = context.into();
+    move |source| ServeError::Io { context, source }
+}
+
+/// Runs the operator until SIGTERM/SIGINT.
+pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
+    if args.backend == BackendKind::Kube {
+        return Err(ServeError::KubeUnavailable);
+    }
+    if let Some(url) = &args.public_url
+        && !(url.starts_with("http://") || url.starts_with("https://"))
+    {
+        return Err(ServeError::PublicUrl(url.clone()));
+    }
+    std::fs::create_dir_all(&args.data_dir).map_err(io_err(format!(
+        "creating data dir {}",
+        args.data_dir.display()
+    )))?;
+    let data_dir = std::fs::canonicalize(&args.data_dir).map_err(io_err(format!(
+        "resolving data dir {}",
+        args.data_dir.display()
+    )))?;
+
+    let auth = Verifier::from_args(&args.auth, &data_dir).await?;
+    tracing::info!(
+        local_tokens = auth.accepts_local_tokens(),
+        jwks = args.auth.jwks_file.is_some() || args.auth.jwks_url.is_some(),
+        issuer = args.auth.issuer.as_deref().unwrap_or("-"),
+        audience = args.auth.audience.as_deref().unwrap_or("-"),
+        "auth configured"
+    );
+
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(io_err(format!("binding {}", args.listen)))?;
+    let addr = listener
+        .local_addr()
+        .map_err(io_err("reading the bound address"))?;
+
+    let backend = start_backend(&data_dir).await?;
+    let public_url = args
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}"));
+    let state = AppState {
+        backend: backend.clone(),
+        auth: Arc::new(auth),
+        proxy: proxy::client()?,
+        public_url: public_url.trim_end_matches('/').into(),
+    };
+    let app = router(state);
+
+    let addr_file = data_dir.join(ADDR_FILE);
+    write_atomically(&addr_file, format!("{addr}\n").as_bytes())
+        .map_err(io_err(format!("writing {}", addr_file.display())))?;
+    tracing::info!(%addr, %public_url, data_dir = %data_dir.display(), "sless-operator listening");
+
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async {
+        let _ = stop_rx.await;
+    });
+    let mut server = tokio::spawn(async move { server.await });
+
+    let early = tokio::select! {
+        signal = shutdown_signal() => {
+            tracing::info!(%signal, "shutting down: no new connections");
+            None
+        }
+        res = &mut server => Some(res),
+    };
+    let result = match early {
+        Some(res) => Err(ServeError::Server(match res {
+            Ok(Ok(())) => "the server stopped unexpectedly".to_string(),
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => e.to_string(),
+        })),
+        None => {
+            let _ = stop_tx.send(());
+            match tokio::time::timeout(DRAIN_TIMEOUT, &mut server).await {
+                Ok(_) => {}
+                Err(_) => {
+                    tracing::warn!(
+                        "requests still running after {DRAIN_TIMEOUT:?}; closing their connections"
+                    );
+                    server.abort();
+                }
+            }
+            Ok(())
+        }
+    };
+    tracing::info!("stopping the backend");
+    backend.shutdown().await;
+    let _ = std::fs::remove_file(&addr_file);
+    tracing::info!("stopped");
+    result
+}
+
+async fn start_backend(data_dir: &Path) -> Result<Arc<dyn Backend>, ServeError> {
+    let backend = LocalBackend::start(LocalOptions::new(data_dir)).await?;
+    Ok(Arc::new(backend))
+}
+
+/// Resolves on SIGTERM or SIGINT with the signal's name.
+async fn shutdown_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(mut term), Ok(mut int)) => tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = int.recv() => "SIGINT",
+            },
+            _ => {
+                tracing::warn!("cannot install signal handlers; only Ctrl-C stops the operator");
+                let _ = tokio::signal::ctrl_c().await;
+                "SIGINT"
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
+    }
+}
+
+/// Writes `path` by writing a temporary file next to it and renaming it over,
+/// so readers never see a partial file.
+pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp: PathBuf = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, contents)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(ADDR_FILE);
+        write_atomically(&p, b"127.0.0.1:1\n").unwrap();
+        write_atomically(&p, b"127.0.0.1:2\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "127.0.0.1:2\n");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}
