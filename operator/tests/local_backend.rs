@@ -1,0 +1,557 @@
+//! The local backend through the `Backend` trait, with real zips, real
+//! builds (pip, npm), real Python and Node processes and real HTTP.
+
+mod support;
+
+use sless_operator::backend::{Backend, CodeBundle};
+use sless_operator::codezip;
+use sless_operator::local::{LocalBackend, LocalOptions, pid_file};
+use sless_wire::function::{FunctionSpec, LogKind};
+use sless_wire::{Function, Phase, Runtime, UpdateFunction};
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const NS: &str = "sless-0123abcd";
+
+async fn backend(dir: &Path) -> LocalBackend {
+    let mut opts = LocalOptions::new(dir);
+    opts.stop_grace = Duration::from_secs(3);
+    let b = LocalBackend::start(opts).await.expect("start backend");
+    b.ensure_namespace(NS).await.expect("ensure");
+    b
+}
+
+fn spec(runtime: Runtime, entrypoint: &str) -> FunctionSpec {
+    FunctionSpec {
+        runtime,
+        entrypoint: entrypoint.into(),
+        env_vars: Default::default(),
+        memory_mb: 256,
+        timeout_sec: 30,
+    }
+}
+
+fn bundle(zip: Vec<u8>) -> CodeBundle {
+    use sha2::Digest;
+    codezip::inspect(&zip).expect("zip passes inspection");
+    CodeBundle {
+        sha256: hex::encode(sha2::Sha256::digest(&zip)),
+        zip: zip.into(),
+        source_hash: Some("src-hash".into()),
+    }
+}
+
+/// A zip of `(path, bytes)` entries.
+fn zip_bytes(files: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut buf = std::io::Cursor::new(Vec::new());
+    {
+        let mut w = zip::ZipWriter::new(&mut buf);
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        for (path, data) in files {
+            w.start_file(*path, opts).unwrap();
+            w.write_all(data).unwrap();
+        }
+        w.finish().unwrap();
+    }
+    buf.into_inner()
+}
+
+async fn wait_phase(b: &LocalBackend, name: &str, want: Phase, timeout: Duration) -> Function {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let f = b.get_function(NS, name).await.expect("get");
+        if f.status.phase == want {
+            return f;
+        }
+        if f.status.phase == Phase::Failed && want != Phase::Failed {
+            let log = b.read_logs(NS, name, LogKind::Build, None).await.unwrap();
+            panic!("{name} failed: {:?}\nbuild log:\n{log}", f.status.message);
+        }
+        if Instant::now() > deadline {
+            let log = b.read_logs(NS, name, LogKind::Build, None).await.unwrap();
+            panic!(
+                "{name} not {want:?} after {timeout:?}: {:?}\nbuild log:\n{log}",
+                f.status
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Invokes through the backend's target with a JSON body.
+async fn invoke(b: &LocalBackend, name: &str, body: &serde_json::Value) -> (u16, String) {
+    let t = b.invoke_target(NS, name).await.expect("invoke target");
+    let r = reqwest::Client::new()
+        .post(format!("{}/", t.base_url))
+        .json(body)
+        .send()
+        .await
+        .expect("invoke");
+    let status = r.status().as_u16();
+    (status, r.text().await.unwrap_or_default())
+}
+
+/// Invokes until it answers 200 (the process may be restarting).
+async fn invoke_until_ok(
+    b: &LocalBackend,
+    name: &str,
+    body: &serde_json::Value,
+    timeout: Duration,
+) -> serde_json::Value {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(t) = b.invoke_target(NS, name).await {
+            if let Ok(r) = reqwest::Client::new()
+                .post(format!("{}/", t.base_url))
+                .json(body)
+                .send()
+                .await
+            {
+                if r.status() == 200 {
+                    return r.json().await.expect("json answer");
+                }
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name} did not answer within {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn read_pid(data_dir: &Path, name: &str) -> u32 {
+    let text = std::fs::read_to_string(pid_file(data_dir, NS, name)).expect("pid file");
+    text.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie still has a /proc entry; look at its state.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_and_node_functions_serve_update_and_delete() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = backend(tmp.path()).await;
+
+    for (name, runtime, entry, zip) in [
+        (
+            "py",
+            Runtime::Python311,
+            "main.handler",
+            support::python_hello_zip(),
+        ),
+        (
+            "js",
+            Runtime::Nodejs20,
+            "index.handler",
+            support::node_hello_zip(),
+        ),
+    ] {
+        let f = b
+            .create_function(NS, name, spec(runtime, entry))
+            .await
+            .unwrap();
+        assert_eq!(f.status.phase, Phase::Pending);
+        assert!(matches!(
+            b.create_function(NS, name, spec(runtime, entry)).await,
+            Err(sless_operator::Error::AlreadyExists { .. })
+        ));
+        let f = b.upload_code(NS, name, bundle(zip)).await.unwrap();
+        assert_eq!(f.status.phase, Phase::Building);
+        assert_eq!(f.status.source_hash.as_deref(), Some("src-hash"));
+    }
+    for (name, rt) in [("py", "python"), ("js", "node")] {
+        let f = wait_phase(&b, name, Phase::Ready, Duration::from_secs(60)).await;
+        let sha = f.status.code_sha256.clone().unwrap();
+        assert_eq!(
+            f.status.image_ref.as_deref(),
+            Some(format!("local/{NS}/{name}:{}", &sha[..12]).as_str())
+        );
+        assert!(f.status.last_built_at.is_some());
+        assert!(tmp.path().join("code").join(format!("{sha}.zip")).is_file());
+        let (code, body) = invoke(&b, name, &serde_json::json!({"name": "Ada"})).await;
+        assert_eq!(code, 200, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["message"], "hello, Ada");
+        assert_eq!(v["runtime"], rt);
+    }
+
+    // Uploading the same code again changes nothing: no second build.
+    let f = b
+        .upload_code(NS, "py", bundle(support::python_hello_zip()))
+        .await
+        .unwrap();
+    assert_eq!(f.status.phase, Phase::Ready);
+    let log = b.read_logs(NS, "py", LogKind::Build, None).await.unwrap();
+    assert_eq!(log.matches("=== build of").count(), 1, "{log}");
+
+    // An env update restarts the process with the new value, no rebuild.
+    for name in ["py", "js"] {
+        let update = UpdateFunction {
+            env_vars: Some([("GREETING".to_string(), "howdy".to_string())].into()),
+            ..Default::default()
+        };
+        let f = b.update_function(NS, name, update).await.unwrap();
+        assert_eq!(
+            f.spec.env_vars.get("GREETING").map(String::as_str),
+            Some("howdy")
+        );
+        assert_eq!(f.spec.memory_mb, 256, "partial update keeps other fields");
+        wait_phase(&b, name, Phase::Ready, Duration::from_secs(30)).await;
+        let (code, body) = invoke(&b, name, &serde_json::json!({"name": "Bo"})).await;
+        assert_eq!(code, 200);
+        assert!(body.contains("howdy, Bo"), "{body}");
+        let log = b.read_logs(NS, name, LogKind::Build, None).await.unwrap();
+        assert_eq!(log.matches("=== build of").count(), 1, "no rebuild: {log}");
+    }
+
+    let list: Vec<String> = b
+        .list_functions(NS)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|f| f.name)
+        .collect();
+    assert_eq!(list, ["js", "py"]);
+
+    // Delete: process gone, get and invoke NotFound, dirs removed.
+    let pid = read_pid(tmp.path(), "py");
+    b.delete_function(NS, "py").await.unwrap();
+    assert!(matches!(
+        b.get_function(NS, "py").await,
+        Err(sless_operator::Error::NotFound { .. })
+    ));
+    assert!(matches!(
+        b.invoke_target(NS, "py").await,
+        Err(sless_operator::Error::NotFound { .. })
+    ));
+    assert!(!alive(pid), "the deleted function's process {pid} is gone");
+    assert!(!tmp.path().join("builds").join(NS).join("py").exists());
+    assert!(!tmp.path().join("logs").join(NS).join("py").exists());
+    b.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_namespace_is_not_found() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = backend(tmp.path()).await;
+    let err = b
+        .create_function(
+            "sless-ffffffff",
+            "f",
+            spec(Runtime::Python311, "main.handler"),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("sless-ffffffff"), "{err}");
+    assert!(!b.ensure_namespace(NS).await.unwrap().created);
+    b.shutdown().await;
+}
+
+/// A minimal valid wheel for `tinydep` 1.0.
+fn tiny_wheel() -> Vec<u8> {
+    use base64::Engine;
+    use sha2::Digest;
+    let init = b"VALUE = 'from tinydep'\n".as_slice();
+    let metadata = b"Metadata-Version: 2.1\nName: tinydep\nVersion: 1.0\n".as_slice();
+    let wheel =
+        b"Wheel-Version: 1.0\nGenerator: sless-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+            .as_slice();
+    let rec = |path: &str, data: &[u8]| {
+        let digest =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(data));
+        format!("{path},sha256={digest},{}\n", data.len())
+    };
+    let record = format!(
+        "{}{}{}tinydep-1.0.dist-info/RECORD,,\n",
+        rec("tinydep/__init__.py", init),
+        rec("tinydep-1.0.dist-info/METADATA", metadata),
+        rec("tinydep-1.0.dist-info/WHEEL", wheel)
+    );
+    zip_bytes(&[
+        ("tinydep/__init__.py", init),
+        ("tinydep-1.0.dist-info/METADATA", metadata),
+        ("tinydep-1.0.dist-info/WHEEL", wheel),
+        ("tinydep-1.0.dist-info/RECORD", record.as_bytes()),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_requirements_are_installed_and_cached() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = backend(tmp.path()).await;
+    let wheel = tiny_wheel();
+    let zip = zip_bytes(&[
+        (
+            "main.py",
+            b"import tinydep\n\ndef handler(event):\n    return {'dep': tinydep.VALUE}\n",
+        ),
+        ("requirements.txt", b"./tinydep-1.0-py3-none-any.whl\n"),
+        ("tinydep-1.0-py3-none-any.whl", &wheel),
+    ]);
+    b.create_function(NS, "deps", spec(Runtime::Python311, "main.handler"))
+        .await
+        .unwrap();
+    b.upload_code(NS, "deps", bundle(zip)).await.unwrap();
+    wait_phase(&b, "deps", Phase::Ready, Duration::from_secs(120)).await;
+    let (code, body) = invoke(&b, "deps", &serde_json::json!({})).await;
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("from tinydep"), "{body}");
+    let log = b.read_logs(NS, "deps", LogKind::Build, None).await.unwrap();
+    assert!(log.contains("pip install"), "{log}");
+    let cached: Vec<_> = std::fs::read_dir(tmp.path().join("deps/python"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(cached.len(), 1, "one cache dir, no leftovers");
+    assert!(cached[0].path().join("tinydep/__init__.py").is_file());
+    b.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_file_tarball_dependency_is_installed() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Build the tarball the way `npm pack` lays it out: package/...
+    let pkg = tmp.path().join("tarball/package");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("package.json"),
+        r#"{"name":"tinydep","version":"1.0.0","main":"index.js"}"#,
+    )
+    .unwrap();
+    std::fs::write(pkg.join("index.js"), "exports.value = 'from tinydep';\n").unwrap();
+    let tgz = tmp.path().join("tinydep-1.0.0.tgz");
+    let st = std::process::Command::new("tar")
+        .arg("czf")
+        .arg(&tgz)
+        .arg("-C")
+        .arg(tmp.path().join("tarball"))
+        .arg("package")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let tgz = std::fs::read(&tgz).unwrap();
+    let zip = zip_bytes(&[
+        ("index.js", b"const dep = require('tinydep');\nexports.handler = () => ({ dep: dep.value });\n"),
+        ("package.json", br#"{"name":"fn","version":"1.0.0","dependencies":{"tinydep":"file:./tinydep-1.0.0.tgz"}}"#),
+        ("tinydep-1.0.0.tgz", &tgz),
+    ]);
+    let data = tmp.path().join("data");
+    let b = backend(&data).await;
+    b.create_function(NS, "njs", spec(Runtime::Nodejs20, "index.handler"))
+        .await
+        .unwrap();
+    b.upload_code(NS, "njs", bundle(zip)).await.unwrap();
+    wait_phase(&b, "njs", Phase::Ready, Duration::from_secs(120)).await;
+    let (code, body) = invoke(&b, "njs", &serde_json::json!({})).await;
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("from tinydep"), "{body}");
+    b.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_entrypoint_fails_visibly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = backend(tmp.path()).await;
+    b.create_function(NS, "bad", spec(Runtime::Python311, "main.nope"))
+        .await
+        .unwrap();
+    b.upload_code(NS, "bad", bundle(support::python_hello_zip()))
+        .await
+        .unwrap();
+    let f = wait_phase(&b, "bad", Phase::Failed, Duration::from_secs(60)).await;
+    let msg = f.status.message.unwrap();
+    assert!(msg.contains("main.nope"), "{msg}");
+    assert!(msg.contains("has no attribute 'nope'"), "{msg}");
+    let log = b.read_logs(NS, "bad", LogKind::Build, None).await.unwrap();
+    assert!(log.contains("main.nope"), "{log}");
+    assert!(matches!(
+        b.invoke_target(NS, "bad").await,
+        Err(sless_operator::Error::NotReady(_))
+    ));
+    // It stays Failed (no retry loop) ...
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let f = b.get_function(NS, "bad").await.unwrap();
+    assert_eq!(f.status.phase, Phase::Failed);
+    assert_eq!(log.matches("=== build of").count(), 1);
+    // ... until a spec update fixes it (no rebuild needed).
+    let f = b
+        .update_function(
+            NS,
+            "bad",
+            UpdateFunction {
+                entrypoint: Some("main.handler".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(f.status.phase, Phase::Building);
+    wait_phase(&b, "bad", Phase::Ready, Duration::from_secs(30)).await;
+
+    // Node: a missing module is named too.
+    b.create_function(NS, "badjs", spec(Runtime::Nodejs20, "app.handler"))
+        .await
+        .unwrap();
+    b.upload_code(NS, "badjs", bundle(support::node_hello_zip()))
+        .await
+        .unwrap();
+    let f = wait_phase(&b, "badjs", Phase::Failed, Duration::from_secs(60)).await;
+    let msg = f.status.message.unwrap();
+    assert!(
+        msg.contains("app.handler") && msg.contains("not found"),
+        "{msg}"
+    );
+    b.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_process_is_restarted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = backend(tmp.path()).await;
+    b.create_function(NS, "py", spec(Runtime::Python311, "main.handler"))
+        .await
+        .unwrap();
+    b.upload_code(NS, "py", bundle(support::python_hello_zip()))
+        .await
+        .unwrap();
+    wait_phase(&b, "py", Phase::Ready, Duration::from_secs(60)).await;
+    let pid = read_pid(tmp.path(), "py");
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let v = invoke_until_ok(
+        &b,
+        "py",
+        &serde_json::json!({"name": "again"}),
+        Duration::from_secs(30),
+    )
+    .await;
+    assert_eq!(v["message"], "hello, again");
+    let f = b.get_function(NS, "py").await.unwrap();
+    assert_eq!(f.status.phase, Phase::Ready);
+    assert!(f.status.restarts >= 1, "{:?}", f.status);
+    assert!(f.status.message.unwrap_or_default().contains("restart"));
+    assert_ne!(read_pid(tmp.path(), "py"), pid);
+    let run = b.read_logs(NS, "py", LogKind::Run, None).await.unwrap();
+    assert!(run.contains("restarting"), "{run}");
+    b.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_limit_kills_the_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = backend(tmp.path()).await;
+    let zip = support::zip_of(&[(
+        "main.py",
+        "hog = []\n\ndef handler(event):\n    hog.append(bytearray(200 * 1024 * 1024))\n    import time; time.sleep(5)\n    return 'survived'\n",
+    )]);
+    let mut s = spec(Runtime::Python311, "main.handler");
+    s.memory_mb = 64;
+    b.create_function(NS, "hog", s).await.unwrap();
+    b.upload_code(NS, "hog", bundle(zip)).await.unwrap();
+    wait_phase(&b, "hog", Phase::Ready, Duration::from_secs(60)).await;
+    let t = b.invoke_target(NS, "hog").await.unwrap();
+    // The watchdog kills the process mid-request: the connection drops.
+    let r = reqwest::Client::new()
+        .post(format!("{}/", t.base_url))
+        .json(&serde_json::json!({}))
+        .send()
+        .await;
+    assert!(
+        r.map(|r| r.status() != 200).unwrap_or(true),
+        "the process must not survive"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let run = b.read_logs(NS, "hog", LogKind::Run, None).await.unwrap();
+        if run.contains("killed: RSS") && run.contains("exceeds memory_mb 64") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no kill in the run log:\n{run}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    b.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_of_the_backend_brings_functions_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pid;
+    {
+        let b = backend(tmp.path()).await;
+        b.create_function(NS, "js", spec(Runtime::Nodejs20, "index.handler"))
+            .await
+            .unwrap();
+        b.upload_code(NS, "js", bundle(support::node_hello_zip()))
+            .await
+            .unwrap();
+        wait_phase(&b, "js", Phase::Ready, Duration::from_secs(60)).await;
+        pid = read_pid(tmp.path(), "js");
+        b.shutdown().await;
+        assert!(!alive(pid), "shutdown stops function processes");
+    }
+    let b = backend(tmp.path()).await;
+    let v = invoke_until_ok(
+        &b,
+        "js",
+        &serde_json::json!({"name": "back"}),
+        Duration::from_secs(30),
+    )
+    .await;
+    assert_eq!(v["message"], "hello, back");
+    let f = b.get_function(NS, "js").await.unwrap();
+    assert_eq!(f.status.phase, Phase::Ready);
+    assert_eq!(f.status.source_hash.as_deref(), Some("src-hash"));
+    let log = b.read_logs(NS, "js", LogKind::Build, None).await.unwrap();
+    assert_eq!(
+        log.matches("=== build of").count(),
+        1,
+        "no rebuild on restart: {log}"
+    );
+    b.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forty_parallel_invocations() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = backend(tmp.path()).await;
+    let zip = support::zip_of(&[(
+        "main.py",
+        "import time\n\ndef handler(event, context):\n    time.sleep(0.2)\n    return {'n': event['body']['n'] * 2}\n",
+    )]);
+    b.create_function(NS, "par", spec(Runtime::Python311, "main.handler"))
+        .await
+        .unwrap();
+    b.upload_code(NS, "par", bundle(zip)).await.unwrap();
+    wait_phase(&b, "par", Phase::Ready, Duration::from_secs(60)).await;
+    let t = b.invoke_target(NS, "par").await.unwrap();
+    let client = reqwest::Client::new();
+    let started = Instant::now();
+    let calls = (0..40).map(|n| {
+        let client = client.clone();
+        let url = format!("{}/", t.base_url);
+        async move {
+            let r = client
+                .post(url)
+                .json(&serde_json::json!({"n": n}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200);
+            let v: serde_json::Value = r.json().await.unwrap();
+            assert_eq!(v["n"], n * 2);
+        }
+    });
+    futures_util::future::join_all(calls).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "invocations ran in parallel: {:?}",
+        started.elapsed()
+    );
+    b.shutdown().await;
+}
