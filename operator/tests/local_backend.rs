@@ -102,17 +102,15 @@ async fn invoke_until_ok(
 ) -> serde_json::Value {
     let deadline = Instant::now() + timeout;
     loop {
-        if let Ok(t) = b.invoke_target(NS, name).await {
-            if let Ok(r) = reqwest::Client::new()
+        if let Ok(t) = b.invoke_target(NS, name).await
+            && let Ok(r) = reqwest::Client::new()
                 .post(format!("{}/", t.base_url))
                 .json(body)
                 .send()
                 .await
-            {
-                if r.status() == 200 {
-                    return r.json().await.expect("json answer");
-                }
-            }
+            && r.status() == 200
+        {
+            return r.json().await.expect("json answer");
         }
         assert!(
             Instant::now() < deadline,

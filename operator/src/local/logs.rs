@@ -80,10 +80,10 @@ impl Logs {
     pub fn rotate(&self, ns: &str, name: &str, kind: LogKind) {
         let path = self.path(ns, name, kind);
         let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
-        if path.exists() {
-            if let Err(e) = std::fs::rename(&path, rotated(&path)) {
-                tracing::warn!(path = %path.display(), error = %e, "cannot rotate function log");
-            }
+        if path.exists()
+            && let Err(e) = std::fs::rename(&path, rotated(&path))
+        {
+            tracing::warn!(path = %path.display(), error = %e, "cannot rotate function log");
         }
     }
 

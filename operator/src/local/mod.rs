@@ -689,10 +689,10 @@ impl Backend for LocalBackend {
         let _ = std::fs::remove_file(pid_file(data_dir, namespace, name));
         let _ = std::fs::remove_dir_all(data_dir.join("builds").join(namespace).join(name));
         inner.logs.remove(namespace, name);
-        if let Some(sha) = sha {
-            if !inner.db.code_in_use(&sha)? {
-                inner.store.remove(&sha);
-            }
+        if let Some(sha) = sha
+            && !inner.db.code_in_use(&sha)?
+        {
+            inner.store.remove(&sha);
         }
         Ok(())
     }
@@ -731,10 +731,10 @@ impl Backend for LocalBackend {
             inner.schedule_locked(&mut slots, key(namespace, name), Plan::Build);
             (f, old_sha)
         };
-        if let Some(old) = old_sha.filter(|o| *o != code.sha256) {
-            if !inner.db.code_in_use(&old)? {
-                inner.store.remove(&old);
-            }
+        if let Some(old) = old_sha.filter(|o| *o != code.sha256)
+            && !inner.db.code_in_use(&old)?
+        {
+            inner.store.remove(&old);
         }
         Ok(f)
     }

@@ -147,13 +147,13 @@ pub async fn start(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Arc<
             if let Some(out) = stdout {
                 let mut ready_tx = Some(ready_tx);
                 pump_lines(out, |line| {
-                    if ready_tx.is_some() {
-                        if let Some(port) = parse_ready(line) {
-                            if let Some(tx) = ready_tx.take() {
-                                let _ = tx.send(port);
-                            }
-                            return;
+                    if ready_tx.is_some()
+                        && let Some(port) = parse_ready(line)
+                    {
+                        if let Some(tx) = ready_tx.take() {
+                            let _ = tx.send(port);
                         }
+                        return;
                     }
                     sink(line);
                 })
@@ -274,15 +274,15 @@ fn spawn_watchdog(proc: std::sync::Weak<Proc>, memory_mb: u32, sink: LineSink) {
             if p.has_exited() {
                 return;
             }
-            if let Some(rss) = rss_kib(p.pid) {
-                if rss > limit_kib {
-                    sink(&format!(
-                        "killed: RSS {} MiB exceeds memory_mb {memory_mb}",
-                        rss / 1024
-                    ));
-                    signal_group(p.pid, libc::SIGKILL);
-                    return;
-                }
+            if let Some(rss) = rss_kib(p.pid)
+                && rss > limit_kib
+            {
+                sink(&format!(
+                    "killed: RSS {} MiB exceeds memory_mb {memory_mb}",
+                    rss / 1024
+                ));
+                signal_group(p.pid, libc::SIGKILL);
+                return;
             }
         }
     });
