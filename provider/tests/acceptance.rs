@@ -1,0 +1,836 @@
+//! Acceptance tests: the real `terraform` CLI drives the freshly built
+//! provider (through `dev_overrides`) against the real `sless-operator` with
+//! its local backend, running real Python and Node processes.
+//!
+//! Gated on `TF_ACC=1` (Terraform's convention). Needs `target/debug/sless-operator`
+//! (`cargo build -p sless-operator`; the README's test command builds every
+//! binary first) and `terraform` on PATH or in `TERRAFORM`.
+//!
+//! Everything is hermetic: dependencies come from a local wheel and a local
+//! npm package inside the function folders, never from PyPI or npm.
+
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const SOURCE: &str = "sless.example/sless/sless";
+
+fn skip() -> bool {
+    if std::env::var("TF_ACC").as_deref() != Ok("1") {
+        println!("skipped: set TF_ACC=1 to run the Terraform acceptance tests");
+        return true;
+    }
+    false
+}
+
+/// `target/debug/sless-operator`, next to this test's `deps/` folder.
+fn operator_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .to_path_buf();
+    let bin = dir.join("sless-operator");
+    assert!(
+        bin.is_file(),
+        "{} is missing: run `cargo build -p sless-operator` first (scripts/test.sh builds every binary)",
+        bin.display()
+    );
+    bin
+}
+
+fn terraform_bin() -> String {
+    std::env::var("TERRAFORM").unwrap_or_else(|_| "terraform".to_string())
+}
+
+/// The real operator on a loopback port with a temporary data dir.
+struct Operator {
+    child: Child,
+    data_dir: PathBuf,
+    base_url: String,
+}
+
+impl Operator {
+    fn start(data_dir: &Path) -> Operator {
+        std::fs::create_dir_all(data_dir).unwrap();
+        let log = std::fs::File::create(data_dir.join("operator-test.log")).unwrap();
+        let child = Command::new(operator_bin())
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("spawn sless-operator");
+        let mut op = Operator {
+            child,
+            data_dir: data_dir.to_path_buf(),
+            base_url: String::new(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(addr) = std::fs::read_to_string(data_dir.join("operator.addr"))
+                && !addr.trim().is_empty()
+            {
+                op.base_url = format!("http://{}", addr.trim());
+                return op;
+            }
+            if let Ok(Some(status)) = op.child.try_wait() {
+                panic!("operator exited early with {status}; log:\n{}", op.log());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "operator did not start; log:\n{}",
+                op.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.data_dir.join("operator-test.log")).unwrap_or_default()
+    }
+
+    fn token(&self, sub: &str) -> String {
+        let out = Command::new(operator_bin())
+            .args(["token", "--sub", sub, "--data-dir"])
+            .arg(&self.data_dir)
+            .output()
+            .expect("sless-operator token");
+        assert!(
+            out.status.success(),
+            "token: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        for _ in 0..100 {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A Terraform working directory wired to the built provider.
+struct Tf {
+    dir: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+impl Tf {
+    fn new(root: &Path, endpoint: &str, token: &str) -> Tf {
+        let plugins = root.join("plugins");
+        let home = root.join("home");
+        let dir = root.join("work");
+        for d in [&plugins, &home, &dir] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::os::unix::fs::symlink(
+            env!("CARGO_BIN_EXE_terraform-provider-sless"),
+            plugins.join("terraform-provider-sless"),
+        )
+        .unwrap();
+        let rc = root.join("cli.tfrc");
+        std::fs::write(
+            &rc,
+            format!(
+                "provider_installation {{\n  dev_overrides {{\n    \"{SOURCE}\" = \"{}\"\n  }}\n  direct {{}}\n}}\n",
+                plugins.display()
+            ),
+        )
+        .unwrap();
+        let env = vec![
+            ("TF_CLI_CONFIG_FILE".into(), rc.display().to_string()),
+            ("CHECKPOINT_DISABLE".into(), "1".into()),
+            ("TF_IN_AUTOMATION".into(), "1".into()),
+            ("HOME".into(), home.display().to_string()),
+            ("SLESS_ENDPOINT".into(), endpoint.to_string()),
+            ("SLESS_TOKEN".into(), token.to_string()),
+            // The provider must cope with this machine's RUST_BACKTRACE=1.
+            ("RUST_BACKTRACE".into(), "1".into()),
+        ];
+        Tf { dir, env }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let start = Instant::now();
+        let out = Command::new(terraform_bin())
+            .args(args)
+            .current_dir(&self.dir)
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env_remove("TF_LOG")
+            .env_remove("NUBES_ENDPOINT")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run terraform (set TERRAFORM or put it on PATH)");
+        eprintln!(
+            "terraform {} -> {:?} in {:.1}s",
+            args.join(" "),
+            out.status.code(),
+            start.elapsed().as_secs_f32()
+        );
+        out
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "terraform {args:?} failed:\n{}",
+            text(&out)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn apply(&self) -> String {
+        self.ok(&["apply", "-auto-approve", "-input=false", "-no-color"])
+    }
+
+    /// `plan -detailed-exitcode`: 0 no changes, 2 changes.
+    fn plan_code(&self) -> (i32, String) {
+        let out = self.run(&["plan", "-detailed-exitcode", "-input=false", "-no-color"]);
+        (out.status.code().unwrap_or(-1), text(&out))
+    }
+
+    fn outputs(&self) -> Value {
+        serde_json::from_str(&self.ok(&["output", "-json"])).expect("output -json")
+    }
+
+    fn write_main(&self, tf: &str) {
+        std::fs::write(self.dir.join("main.tf"), tf).unwrap();
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "--- stdout\n{}\n--- stderr\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn write(path: &Path, content: &[u8]) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+}
+
+/// A minimal pure-Python wheel `greetlib-1.0` with `greet(greeting, name)`.
+fn greetlib_wheel() -> Vec<u8> {
+    let files = [
+        (
+            "greetlib/__init__.py",
+            "def greet(greeting, name):\n    return '%s, %s!' % (greeting, name)\n",
+        ),
+        (
+            "greetlib-1.0.dist-info/METADATA",
+            "Metadata-Version: 2.1\nName: greetlib\nVersion: 1.0\n",
+        ),
+        (
+            "greetlib-1.0.dist-info/WHEEL",
+            "Wheel-Version: 1.0\nGenerator: sless-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        ),
+        (
+            "greetlib-1.0.dist-info/RECORD",
+            "greetlib/__init__.py,,\ngreetlib-1.0.dist-info/METADATA,,\ngreetlib-1.0.dist-info/WHEEL,,\ngreetlib-1.0.dist-info/RECORD,,\n",
+        ),
+    ];
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let opts =
+        zip::write::SimpleFileOptions::default().last_modified_time(zip::DateTime::default());
+    for (name, body) in files {
+        w.start_file(name, opts).unwrap();
+        w.write_all(body.as_bytes()).unwrap();
+    }
+    w.finish().unwrap().into_inner()
+}
+
+const GOOD_REQUIREMENTS: &str = "--no-index\n./wheels/greetlib-1.0-py3-none-any.whl\n";
+const BROKEN_REQUIREMENTS: &str = "--no-index\n./wheels/nothere-1.0-py3-none-any.whl\n";
+
+fn python_main(version: u32) -> String {
+    format!(
+        "import os\nimport greetlib\n\n\ndef handler(event, context):\n    body = event.get('body') or {{}}\n    return {{'message': greetlib.greet(os.environ.get('GREETING', 'hello'), body.get('name', 'world')), 'runtime': 'python', 'version': {version}}}\n"
+    )
+}
+
+fn write_sources(dir: &Path) {
+    write(&dir.join("py/main.py"), python_main(1).as_bytes());
+    write(
+        &dir.join("py/requirements.txt"),
+        GOOD_REQUIREMENTS.as_bytes(),
+    );
+    write(
+        &dir.join("py/wheels/greetlib-1.0-py3-none-any.whl"),
+        &greetlib_wheel(),
+    );
+    write(
+        &dir.join("node/index.js"),
+        b"const { greet } = require('greet');\nexports.handler = async (event) => {\n  const body = event.body || {};\n  return { message: greet(process.env.GREETING || 'hello', body.name || 'world'), runtime: 'node' };\n};\n",
+    );
+    write(
+        &dir.join("node/package.json"),
+        br#"{"name": "acc-node", "version": "1.0.0", "private": true, "dependencies": {"greet": "file:./vendor/greet"}}"#,
+    );
+    write(
+        &dir.join("node/vendor/greet/package.json"),
+        br#"{"name": "greet", "version": "1.0.0", "main": "index.js"}"#,
+    );
+    write(
+        &dir.join("node/vendor/greet/index.js"),
+        b"exports.greet = (greeting, name) => `${greeting}, ${name}!`;\n",
+    );
+    write(
+        &dir.join("entry/main.py"),
+        b"def handler(event, context):\n    return 'ok'\n",
+    );
+}
+
+fn main_tf(node_greeting: &str, entry: Option<&str>) -> String {
+    let mut tf = format!(
+        r#"terraform {{
+  required_providers {{
+    sless = {{
+      source = "{SOURCE}"
+    }}
+  }}
+}}
+
+provider "sless" {{
+  wait_timeout_sec = 300
+}}
+
+data "sless_namespace" "me" {{}}
+
+resource "sless_function" "py" {{
+  name       = "acc-py"
+  runtime    = "python3.11"
+  entrypoint = "main.handler"
+  source_dir = "${{path.module}}/py"
+  env_vars = {{
+    GREETING = "hello"
+  }}
+}}
+
+resource "sless_function" "node" {{
+  name       = "acc-node"
+  runtime    = "nodejs20"
+  entrypoint = "index.handler"
+  source_dir = "${{path.module}}/node"
+  memory_mb  = 256
+  env_vars = {{
+    GREETING = "{node_greeting}"
+  }}
+}}
+
+output "namespace" {{
+  value = data.sless_namespace.me.namespace
+}}
+
+output "py_url" {{
+  value = sless_function.py.invoke_url
+}}
+
+output "node_url" {{
+  value = sless_function.node.invoke_url
+}}
+"#
+    );
+    if let Some(ep) = entry {
+        tf.push_str(&format!(
+            r#"
+resource "sless_function" "entry" {{
+  name       = "acc-entry"
+  runtime    = "python3.11"
+  entrypoint = "{ep}"
+  source_dir = "${{path.module}}/entry"
+}}
+"#
+        ));
+    }
+    tf
+}
+
+/// A client of the operator's API for the test's own checks.
+struct Api {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+    ns: String,
+}
+
+impl Api {
+    async fn invoke(&self, url: &str, name: &str) -> Value {
+        let r = self
+            .http
+            .post(url)
+            .bearer_auth(&self.token)
+            .json(&json!({ "name": name }))
+            .send()
+            .await
+            .expect("invoke");
+        let status = r.status();
+        let body = r.text().await.unwrap_or_default();
+        assert!(status.is_success(), "invoke {url}: {status} {body}");
+        serde_json::from_str(&body).unwrap_or_else(|_| panic!("invoke {url}: not JSON: {body}"))
+    }
+
+    async fn get(&self, name: &str) -> (u16, Value) {
+        let r = self
+            .http
+            .get(format!(
+                "{}{}",
+                self.base,
+                sless_wire::paths::function(&self.ns, name)
+            ))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .expect("get");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn delete(&self, name: &str) {
+        let r = self
+            .http
+            .delete(format!(
+                "{}{}",
+                self.base,
+                sless_wire::paths::function(&self.ns, name)
+            ))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .expect("delete");
+        assert!(r.status().is_success(), "delete {name}: {}", r.status());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.get(name).await.0 != 404 {
+            assert!(
+                Instant::now() < deadline,
+                "{name} still there 30 s after DELETE"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// Pids of processes whose environment says they run function `name` of `ns`.
+fn function_pids(ns: &str, name: &str) -> Vec<u32> {
+    let want_ns = format!("SLESS_NAMESPACE={ns}");
+    let want_fn = format!("SLESS_FUNCTION={name}");
+    let mut pids = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return pids;
+    };
+    for e in entries.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        let vars: Vec<&[u8]> = env.split(|b| *b == 0).collect();
+        let has = |w: &str| vars.contains(&w.as_bytes());
+        if has(&want_ns) && has(&want_fn) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[cfg(unix)]
+fn set_mtime(p: &Path, secs: i64) {
+    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+    let t = libc::timespec {
+        tv_sec: secs,
+        tv_nsec: 0,
+    };
+    let times = [t, t];
+    assert_eq!(
+        unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), times.as_ptr(), 0) },
+        0
+    );
+}
+
+fn all_files(dir: &Path) -> Vec<PathBuf> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.into_path())
+        .collect()
+}
+
+/// Attribute names whose planned value differs from the prior one (known
+/// changes and values that become unknown), from `terraform show -json`.
+fn changed_attrs(change: &Value) -> (Vec<String>, Vec<String>) {
+    let before = &change["before"];
+    let after = &change["after"];
+    let unknown = &change["after_unknown"];
+    let mut known = Vec::new();
+    let mut unknowns = Vec::new();
+    if let Some(obj) = after.as_object() {
+        for (k, v) in obj {
+            if unknown[k] == Value::Bool(true) {
+                unknowns.push(k.clone());
+            } else if before[k] != *v {
+                known.push(k.clone());
+            }
+        }
+    }
+    if let Some(obj) = unknown.as_object() {
+        for (k, v) in obj {
+            if *v == Value::Bool(true) && !unknowns.contains(k) {
+                unknowns.push(k.clone());
+            }
+        }
+    }
+    known.sort();
+    unknowns.sort();
+    (known, unknowns)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn function_lifecycle_with_real_terraform() {
+    if skip() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let op = Operator::start(&root.path().join("operator"));
+    let sub = "acceptance@example.com";
+    let token = op.token(sub);
+    let ns = sless_wire::namespace_for_sub(sub);
+    let tf = Tf::new(root.path(), &op.base_url, &token);
+    let api = Api {
+        http: reqwest::Client::new(),
+        base: op.base_url.clone(),
+        token: token.clone(),
+        ns: ns.clone(),
+    };
+    write_sources(&tf.dir);
+    tf.write_main(&main_tf("hello", None));
+
+    // 1. Apply a Python and a Node function: both Ready and answering.
+    tf.apply();
+    let out = tf.outputs();
+    assert_eq!(
+        out["namespace"]["value"],
+        json!(ns),
+        "the data source names the namespace"
+    );
+    let py_url = out["py_url"]["value"].as_str().unwrap().to_string();
+    let node_url = out["node_url"]["value"].as_str().unwrap().to_string();
+    assert_eq!(
+        py_url,
+        format!(
+            "{}{}",
+            op.base_url,
+            sless_wire::paths::function_invoke(&ns, "acc-py")
+        )
+    );
+    let r = api.invoke(&py_url, "acc").await;
+    assert_eq!(r["message"], "hello, acc!", "{r}");
+    assert_eq!(r["version"], 1);
+    let r = api.invoke(&node_url, "acc").await;
+    assert_eq!(r["message"], "hello, acc!", "{r}");
+    assert_eq!(r["runtime"], "node");
+    for name in ["acc-py", "acc-node"] {
+        let (code, f) = api.get(name).await;
+        assert_eq!(
+            (code, f["status"]["phase"].as_str()),
+            (200, Some("Ready")),
+            "{f}"
+        );
+    }
+    assert_eq!(api.get("acc-node").await.1["spec"]["memory_mb"], 256);
+
+    // 2. Right after apply: no changes.
+    let (code, plan) = tf.plan_code();
+    assert_eq!(code, 0, "plan right after apply must be empty:\n{plan}");
+
+    // 3. New mtimes everywhere and a chmod g+w: still no changes.
+    for f in all_files(&tf.dir.join("py"))
+        .into_iter()
+        .chain(all_files(&tf.dir.join("node")))
+    {
+        set_mtime(&f, 1_500_000_000);
+    }
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let p = tf.dir.join("py/main.py");
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode | 0o020)).unwrap();
+    }
+    let (code, plan) = tf.plan_code();
+    assert_eq!(
+        code, 0,
+        "mtimes and group bits must not show as changes:\n{plan}"
+    );
+
+    // 4. Edit the Python code and change the Node env var in one plan.
+    let node_built_before = api.get("acc-node").await.1["status"]["last_built_at"].clone();
+    assert!(node_built_before.is_string(), "node has a last_built_at");
+    write(&tf.dir.join("py/main.py"), python_main(2).as_bytes());
+    tf.write_main(&main_tf("bonjour", None));
+    let out = tf.run(&[
+        "plan",
+        "-detailed-exitcode",
+        "-input=false",
+        "-no-color",
+        "-out=tfplan",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let shown: Value = serde_json::from_str(&tf.ok(&["show", "-json", "tfplan"])).unwrap();
+    let changes = shown["resource_changes"]
+        .as_array()
+        .expect("resource_changes");
+    let change_of = |addr: &str| {
+        changes
+            .iter()
+            .find(|c| c["address"] == addr)
+            .unwrap_or_else(|| panic!("{addr} not in plan: {shown}"))["change"]
+            .clone()
+    };
+    let py = change_of("sless_function.py");
+    assert_eq!(
+        py["actions"],
+        json!(["update"]),
+        "code change is an in-place update"
+    );
+    let (known, unknown) = changed_attrs(&py);
+    assert_eq!(known, ["code_hash"], "only code_hash changes: {py}");
+    assert_eq!(unknown, ["image_ref", "last_built_at", "phase"], "{py}");
+    let node = change_of("sless_function.node");
+    assert_eq!(
+        node["actions"],
+        json!(["update"]),
+        "env change is an in-place update"
+    );
+    let (known, unknown) = changed_attrs(&node);
+    assert_eq!(known, ["env_vars"], "{node}");
+    assert!(unknown.is_empty(), "an env change rebuilds nothing: {node}");
+    tf.ok(&["apply", "-input=false", "-no-color", "tfplan"]);
+    let r = api.invoke(&py_url, "acc").await;
+    assert_eq!(r["version"], 2, "the new code answers: {r}");
+    let r = api.invoke(&node_url, "acc").await;
+    assert_eq!(
+        r["message"], "bonjour, acc!",
+        "the function sees the new env: {r}"
+    );
+    let node_after = api.get("acc-node").await.1;
+    assert_eq!(
+        node_after["status"]["last_built_at"], node_built_before,
+        "an env change must not rebuild"
+    );
+    let (code, plan) = tf.plan_code();
+    assert_eq!(code, 0, "no changes after the update:\n{plan}");
+
+    // 5. A broken requirements.txt and a wrong entrypoint: apply fails with
+    //    the pip error and the entrypoint named; fixing both succeeds.
+    write(
+        &tf.dir.join("py/requirements.txt"),
+        BROKEN_REQUIREMENTS.as_bytes(),
+    );
+    tf.write_main(&main_tf("bonjour", Some("main.nope")));
+    let out = tf.run(&["apply", "-auto-approve", "-input=false", "-no-color"]);
+    let all = text(&out);
+    assert!(
+        !out.status.success(),
+        "apply with broken code must fail:\n{all}"
+    );
+    assert!(!all.contains("TERRAFORM CRASH"), "{all}");
+    assert!(
+        all.contains("nothere-1.0-py3-none-any.whl"),
+        "the pip error is in the diagnostic:\n{all}"
+    );
+    assert!(
+        all.contains("Failed"),
+        "the phase is in the diagnostic:\n{all}"
+    );
+    assert!(
+        all.contains("main.nope"),
+        "the wrong entrypoint is named:\n{all}"
+    );
+    write(
+        &tf.dir.join("py/requirements.txt"),
+        GOOD_REQUIREMENTS.as_bytes(),
+    );
+    tf.write_main(&main_tf("bonjour", Some("main.handler")));
+    tf.apply();
+    let r = api.invoke(&py_url, "fixed").await;
+    assert_eq!(r["message"], "hello, fixed!", "{r}");
+    let (code, plan) = tf.plan_code();
+    assert_eq!(code, 0, "no changes after the fix:\n{plan}");
+
+    // 6. Deleted behind Terraform's back: the plan recreates it.
+    api.delete("acc-node").await;
+    let (code, plan) = tf.plan_code();
+    assert_eq!(code, 2, "{plan}");
+    assert!(
+        plan.contains("sless_function.node will be created"),
+        "{plan}"
+    );
+
+    // 7. `state rm` + apply: a clear "already exists" error, no adoption.
+    tf.ok(&["state", "rm", "sless_function.py"]);
+    let out = tf.run(&["apply", "-auto-approve", "-input=false", "-no-color"]);
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(all.contains("already exists"), "{all}");
+    assert!(all.contains("acc-py"), "{all}");
+    assert_eq!(
+        api.get("acc-node").await.0,
+        200,
+        "the other function was recreated"
+    );
+    api.delete("acc-py").await;
+
+    // 8. Destroy: the operator answers 404 and the processes are gone.
+    assert!(
+        !function_pids(&ns, "acc-node").is_empty(),
+        "acc-node runs a process"
+    );
+    tf.ok(&["destroy", "-auto-approve", "-input=false", "-no-color"]);
+    for name in ["acc-node", "acc-entry"] {
+        assert_eq!(
+            api.get(name).await.0,
+            404,
+            "{name} is gone from the operator"
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = function_pids(&ns, "acc-node");
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "processes of acc-node still running: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (code, plan) = tf.plan_code();
+    assert_eq!(code, 2, "after destroy the plan creates again:\n{plan}");
+    drop(op);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configuration_errors_are_clear() {
+    if skip() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let op = Operator::start(&root.path().join("operator"));
+    let tf = Tf::new(root.path(), &op.base_url, "not-a-jwt");
+    write(
+        &tf.dir.join("src/main.py"),
+        b"def handler(e, c):\n    return 1\n",
+    );
+    tf.write_main(&format!(
+        r#"terraform {{
+  required_providers {{
+    sless = {{
+      source = "{SOURCE}"
+    }}
+  }}
+}}
+
+provider "sless" {{}}
+
+resource "sless_function" "bad" {{
+  name       = "Bad_Name"
+  runtime    = "ruby3.0"
+  entrypoint = "main.handler"
+  source_dir = "${{path.module}}/missing"
+  memory_mb  = 1
+}}
+"#
+    ));
+    // Validation: every local mistake, each pointing at its attribute.
+    let out = tf.run(&["validate", "-no-color"]);
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(!all.contains("TERRAFORM CRASH"), "{all}");
+    for needle in [
+        "Bad_Name",
+        "ruby3.0",
+        "python3.11",
+        "missing",
+        "memory_mb",
+        "4096",
+    ] {
+        assert!(all.contains(needle), "{needle} not in:\n{all}");
+    }
+    // A malformed token is reported as such at configure.
+    tf.write_main(&format!(
+        r#"terraform {{
+  required_providers {{
+    sless = {{
+      source = "{SOURCE}"
+    }}
+  }}
+}}
+
+provider "sless" {{}}
+
+data "sless_namespace" "me" {{}}
+"#
+    ));
+    let out = tf.run(&["plan", "-input=false", "-no-color"]);
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(
+        all.contains("Invalid token") && all.contains("not a JWT"),
+        "{all}"
+    );
+    // A token the operator did not issue is rejected by the operator.
+    use base64::Engine;
+    let e = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let forged = format!(
+        "{}.{}.{}",
+        e.encode(r#"{"alg":"HS256","typ":"JWT"}"#),
+        e.encode(r#"{"sub":"mallory","exp":4102444800}"#),
+        e.encode("forged")
+    );
+    let mut tf2 = Tf {
+        dir: tf.dir.clone(),
+        env: tf.env.clone(),
+    };
+    tf2.env.retain(|(k, _)| k != "SLESS_TOKEN");
+    tf2.env.push(("SLESS_TOKEN".into(), forged));
+    let out = tf2.run(&["plan", "-input=false", "-no-color"]);
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(all.contains("the operator rejected the token"), "{all}");
+    // An unreachable endpoint is named.
+    let token = op.token("someone");
+    let mut tf3 = Tf {
+        dir: tf.dir.clone(),
+        env: tf.env.clone(),
+    };
+    tf3.env
+        .retain(|(k, _)| k != "SLESS_TOKEN" && k != "SLESS_ENDPOINT");
+    tf3.env.push(("SLESS_TOKEN".into(), token));
+    tf3.env
+        .push(("SLESS_ENDPOINT".into(), "http://127.0.0.1:9".into()));
+    let out = tf3.run(&["plan", "-input=false", "-no-color"]);
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(
+        all.contains("Cannot reach the sless operator") && all.contains("127.0.0.1:9"),
+        "{all}"
+    );
+}
