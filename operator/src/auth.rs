@@ -300,17 +300,18 @@ impl Jwks {
         Ok(set)
     }
 
-    /// Reloads unless the last load was less than the minimum interval ago.
-    /// Returns whether new keys were loaded.
+    /// Reloads the keys. Unless `force`, at most once per
+    /// [`JWKS_REFRESH_MIN_INTERVAL`]. Returns whether a load happened.
     async fn reload(&self, force: bool) -> Result<bool, SetupError> {
         let mut last = self.last_load.lock().await;
-        if !force
-            && last.is_some_and(|t| t.elapsed() < JWKS_REFRESH_MIN_INTERVAL)
-            && self.keys.read().await.is_some()
-        {
-            return Ok(false);
+        if !force {
+            // Reloads caused by tokens are rate-limited; the startup load is not
+            // counted, so a key rotated in right after startup is found at once.
+            if last.is_some_and(|t| t.elapsed() < JWKS_REFRESH_MIN_INTERVAL) {
+                return Ok(false);
+            }
+            *last = Some(Instant::now());
         }
-        *last = Some(Instant::now());
         let set = self.fetch().await?;
         tracing::info!(source = %self.source.name(), keys = set.keys.len(), "loaded JWKS");
         *self.keys.write().await = Some(set);
