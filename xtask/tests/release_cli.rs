@@ -13,11 +13,12 @@ fn xtask() -> Command {
     Command::new(env!("CARGO_BIN_EXE_xtask"))
 }
 
+// Field order matters: the GnuPG home (its agent) goes before the directory is removed.
 struct Setup {
-    tmp: tempfile::TempDir,
     gpg: GpgHome,
     key: String,
     bin: PathBuf,
+    tmp: tempfile::TempDir,
 }
 
 fn setup() -> Setup {
@@ -29,7 +30,7 @@ fn setup() -> Setup {
     let key = gpg.gen_key("RSA", "release@example.com");
     let bin = tmp.path().join("provider-bin");
     std::fs::write(&bin, b"\x7fELF not really a provider").unwrap();
-    Setup { tmp, gpg, key, bin }
+    Setup { gpg, key, bin, tmp }
 }
 
 fn release(s: &Setup, version: &str, out: &Path, key: &str) -> std::process::Output {
