@@ -2,16 +2,20 @@
 //!
 //! Everything both sides must agree on lives here, so they cannot drift:
 //! the REST paths ([`paths`]), request and response bodies ([`function`]),
+//! triggers, jobs and services ([`trigger`], [`job`], [`service`]),
 //! the error body ([`error`]), field limits and validation rules
 //! ([`limits`], [`validate`]), the runtime list ([`runtime`]) and the
 //! namespace rule ([`namespace`]).
 
 pub mod error;
 pub mod function;
+pub mod job;
 pub mod limits;
 pub mod namespace;
 pub mod paths;
 pub mod runtime;
+pub mod service;
+pub mod trigger;
 pub mod validate;
 
 pub use error::{ApiError, ErrorBody, ErrorCode};
@@ -19,6 +23,12 @@ pub use function::{
     CodeUpload, CreateFunction, Function, FunctionList, FunctionStatus, NamespaceInfo, Phase,
     UpdateFunction,
 };
+pub use job::{CreateJob, Job, JobList, JobPhase, JobSpec, JobStatus, UpdateJob};
 pub use namespace::namespace_for_sub;
 pub use runtime::Runtime;
+pub use service::{CreateService, Service, ServiceList, ServiceSpec, ServiceStatus, UpdateService};
+pub use trigger::{
+    CreateTrigger, Trigger, TriggerList, TriggerPhase, TriggerRun, TriggerSpec, TriggerStatus,
+    TriggerType, UpdateTrigger,
+};
 pub use validate::FieldError;

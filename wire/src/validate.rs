@@ -61,10 +61,7 @@ pub fn name(field: &str, value: &str) -> Result<(), FieldError> {
     if ok {
         Ok(())
     } else {
-        Err(FieldError::invalid(
-            field,
-            format!("{value:?} {rule}"),
-        ))
+        Err(FieldError::invalid(field, format!("{value:?} {rule}")))
     }
 }
 
@@ -111,7 +108,9 @@ pub fn entrypoint(field: &str, runtime: Runtime, value: &str) -> Result<(), Fiel
                 return fail("the function name must be a Python identifier");
             }
             if module.is_empty() || !module.split('.').all(|p| is_identifier(p, b"")) {
-                return fail("the module must be a dotted Python module path, e.g. main or pkg.main");
+                return fail(
+                    "the module must be a dotted Python module path, e.g. main or pkg.main",
+                );
             }
         }
         Language::Node => {
@@ -129,7 +128,9 @@ pub fn entrypoint(field: &str, runtime: Runtime, value: &str) -> Result<(), Fiel
                             .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
                 });
             if !segments_ok {
-                return fail("the module must be a relative file path without extension, e.g. index or src/app");
+                return fail(
+                    "the module must be a relative file path without extension, e.g. index or src/app",
+                );
             }
         }
     }
@@ -162,7 +163,10 @@ pub fn env_vars(field: &str, vars: &BTreeMap<String, String>) -> Result<(), Fiel
     if vars.len() > ENV_VARS_MAX {
         return Err(FieldError::invalid(
             field,
-            format!("{} variables given, at most {ENV_VARS_MAX} are allowed", vars.len()),
+            format!(
+                "{} variables given, at most {ENV_VARS_MAX} are allowed",
+                vars.len()
+            ),
         ));
     }
     for (k, v) in vars {
@@ -182,7 +186,10 @@ pub fn env_vars(field: &str, vars: &BTreeMap<String, String>) -> Result<(), Fiel
         if v.len() > ENV_VALUE_MAX_BYTES {
             return Err(FieldError::invalid(
                 path,
-                format!("the value is {} bytes, at most {ENV_VALUE_MAX_BYTES} are allowed", v.len()),
+                format!(
+                    "the value is {} bytes, at most {ENV_VALUE_MAX_BYTES} are allowed",
+                    v.len()
+                ),
             ));
         }
         if v.contains('\0') {
@@ -190,6 +197,30 @@ pub fn env_vars(field: &str, vars: &BTreeMap<String, String>) -> Result<(), Fiel
         }
     }
     Ok(())
+}
+
+/// A cron schedule: five fields (`minute hour day-of-month month day-of-week`),
+/// or six with a leading seconds field; names (`MON`, `JAN`) and nicknames
+/// (`@hourly`, `@daily`, ...) are accepted. Returns the parsed schedule so the
+/// caller can compute run times.
+pub fn cron_schedule(field: &str, value: &str) -> Result<croner::Cron, FieldError> {
+    let trimmed = value.trim();
+    if trimmed.is_empty() {
+        return Err(FieldError::invalid(field, "the schedule is empty"));
+    }
+    croner::parser::CronParser::builder()
+        .seconds(croner::parser::Seconds::Optional)
+        .year(croner::parser::Year::Disallowed)
+        .build()
+        .parse(trimmed)
+        .map_err(|e| {
+            FieldError::invalid(
+                field,
+                format!(
+                    "{value:?} is not a valid cron schedule ({e}): use five fields \"minute hour day-of-month month day-of-week\" (e.g. \"*/5 * * * *\"), or six with leading seconds"
+                ),
+            )
+        })
 }
 
 #[cfg(test)]
@@ -201,7 +232,16 @@ mod tests {
         for ok in ["a", "hello", "hello-world", "f1", &"a".repeat(63)] {
             assert!(name("name", ok).is_ok(), "{ok}");
         }
-        for bad in ["", "Hello", "-a", "a-", "a_b", "a.b", &"a".repeat(64), "héllo"] {
+        for bad in [
+            "",
+            "Hello",
+            "-a",
+            "a-",
+            "a_b",
+            "a.b",
+            &"a".repeat(64),
+            "héllo",
+        ] {
             let err = name("name", bad).unwrap_err();
             assert_eq!(err.field, "name");
         }
@@ -232,6 +272,30 @@ mod tests {
         assert!(timeout_sec("timeout_sec", 0).is_err());
         assert!(timeout_sec("timeout_sec", 901).is_err());
         assert!(timeout_sec("timeout_sec", -5).is_err());
+    }
+
+    #[test]
+    fn cron_schedules() {
+        for ok in [
+            "*/5 * * * *",
+            "0 0 * * FRI",
+            "*/2 * * * * *",
+            "@hourly",
+            "0 9-17 * * 1-5",
+        ] {
+            assert!(cron_schedule("schedule", ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "* * *",
+            "61 * * * *",
+            "*/5 * * * * * * *",
+            "every minute",
+            "0 0 32 * *",
+        ] {
+            let err = cron_schedule("schedule", bad).unwrap_err();
+            assert_eq!(err.field, "schedule", "{bad}");
+        }
     }
 
     #[test]
