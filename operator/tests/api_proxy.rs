@@ -172,3 +172,53 @@ async fn invoke_proxy_forwards_and_strips() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+#[tokio::test]
+async fn sigterm_lets_inflight_invocations_finish_and_exits_zero() {
+    let mut op = Operator::start();
+    let c = op.client("graceful");
+    c.ensure().await;
+    let (code, body) = c
+        .create(json!({
+            "name": "slow", "runtime": "python3.11", "entrypoint": "main.handler",
+            "timeout_sec": 10
+        }))
+        .await;
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = c.upload("slow", zip_of(&[("main.py", ECHO)])).await;
+    assert_eq!(code, 202, "{body}");
+    c.wait_phase("slow", Phase::Ready, Duration::from_secs(60))
+        .await;
+
+    let url = c.url(&format!(
+        "{}/sleep",
+        paths::function_invoke(&c.namespace, "slow")
+    ));
+    let inflight = tokio::spawn(c.http.get(url).bearer_auth(&c.token).send());
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let mut child = op.child.take().expect("running");
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+
+    // The request that was running gets its answer.
+    let r = inflight.await.unwrap().expect("in-flight request answered");
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.text().await.unwrap(), "\"late\"");
+
+    // The operator exits 0 and removes its address file.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "no exit after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "exit status {status}; log:\n{}", op.log());
+    assert!(!op.data_dir.join("operator.addr").exists());
+    // New connections are refused once it is gone.
+    assert!(
+        reqwest::get(format!("{}/healthz", op.base_url))
+            .await
+            .is_err()
+    );
+}
