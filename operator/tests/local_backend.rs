@@ -553,3 +553,101 @@ async fn forty_parallel_invocations() {
     );
     b.shutdown().await;
 }
+
+/// A `python` that hangs in `pip install` (recording its pid) and runs the
+/// real python3 otherwise.
+fn hanging_pip_python(dir: &Path) -> (String, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let pid_file = dir.join("pip.pid");
+    let script = dir.join("python-hanging-pip");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = \"-m\" ] && [ \"$2\" = \"pip\" ]; then echo $$ > {}; exec sleep 120; fi\nexec python3 \"$@\"\n",
+            pid_file.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (script.to_string_lossy().into_owned(), pid_file)
+}
+
+async fn wait_pid_file(path: &Path) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "pip never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn wait_dead(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(pid) {
+        assert!(Instant::now() < deadline, "build process {pid} still alive");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn newer_upload_and_delete_cancel_a_running_build() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (python, pip_pid) = hanging_pip_python(tmp.path());
+    let mut opts = LocalOptions::new(tmp.path().join("data"));
+    opts.python = python;
+    let b = LocalBackend::start(opts).await.unwrap();
+    b.ensure_namespace(NS).await.unwrap();
+    let slow = zip_bytes(&[
+        ("main.py", b"def handler(event):\n    return 'slow'\n"),
+        ("requirements.txt", b"anything==1.0\n"),
+    ]);
+    let fast = zip_bytes(&[("main.py", b"def handler(event):\n    return 'fast'\n")]);
+
+    // A newer upload replaces the hanging build and kills pip.
+    b.create_function(NS, "f", spec(Runtime::Python311, "main.handler"))
+        .await
+        .unwrap();
+    b.upload_code(NS, "f", bundle(slow.clone())).await.unwrap();
+    let pid = wait_pid_file(&pip_pid).await;
+    assert!(alive(pid));
+    let f = b.upload_code(NS, "f", bundle(fast)).await.unwrap();
+    assert_eq!(f.status.phase, Phase::Building);
+    wait_dead(pid).await;
+    wait_phase(&b, "f", Phase::Ready, Duration::from_secs(30)).await;
+    let (code, body) = invoke(&b, "f", &serde_json::json!({})).await;
+    assert_eq!((code, body.as_str()), (200, "\"fast\""));
+
+    // A spec update that breaks the entrypoint fails it and stops serving.
+    b.update_function(
+        NS,
+        "f",
+        UpdateFunction {
+            entrypoint: Some("main.gone".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let f = wait_phase(&b, "f", Phase::Failed, Duration::from_secs(30)).await;
+    assert!(f.status.message.unwrap().contains("main.gone"));
+    assert!(b.invoke_target(NS, "f").await.is_err());
+
+    // A delete kills a running build too.
+    std::fs::remove_file(&pip_pid).unwrap();
+    b.create_function(NS, "g", spec(Runtime::Python311, "main.handler"))
+        .await
+        .unwrap();
+    b.upload_code(NS, "g", bundle(slow)).await.unwrap();
+    let pid = wait_pid_file(&pip_pid).await;
+    b.delete_function(NS, "g").await.unwrap();
+    wait_dead(pid).await;
+    assert!(matches!(
+        b.get_function(NS, "g").await,
+        Err(sless_operator::Error::NotFound { .. })
+    ));
+    b.shutdown().await;
+}
