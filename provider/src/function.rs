@@ -205,6 +205,23 @@ impl FunctionResource {
         FunctionResource { shared }
     }
 
+    /// Plans `id`, `namespace` and `invoke_url` of a function about to be
+    /// created: known once the provider is configured and the name is known.
+    fn plan_location(&self, planned: &mut FunctionState) {
+        match (self.shared.try_get(), &planned.name) {
+            (Some(c), Value::Value(name)) => {
+                planned.id = Value::Value(format!("{}/{name}", c.namespace));
+                planned.namespace = Value::Value(c.namespace.clone());
+                planned.invoke_url = Value::Value(c.client.invoke_url(&c.namespace, name));
+            }
+            _ => {
+                planned.id = Value::Unknown;
+                planned.namespace = Value::Unknown;
+                planned.invoke_url = Value::Unknown;
+            }
+        }
+    }
+
     fn wait_timeout(state: &FunctionState, c: &Configured) -> Duration {
         match state.wait_timeout_sec {
             Value::Value(n) if n > 0 => Duration::from_secs(n as u64),
@@ -481,10 +498,10 @@ impl Resource for FunctionResource {
         let mut planned = proposed;
         apply_defaults(&mut planned, &config);
         planned.code_hash = plan_hash(diags, &planned)?;
-        planned.id = Value::Unknown;
-        planned.namespace = Value::Unknown;
-        planned.invoke_url = Value::Unknown;
         planned.unknown_build_outputs();
+        // Where the function will live is known as soon as the provider is
+        // configured and the name is known.
+        self.plan_location(&mut planned);
         Some((planned, Value::Null))
     }
 
@@ -512,8 +529,7 @@ impl Resource for FunctionResource {
             replace.push(AttributePath::new("namespace"));
         }
         if !replace.is_empty() {
-            planned.id = Value::Unknown;
-            planned.invoke_url = Value::Unknown;
+            self.plan_location(&mut planned);
             planned.unknown_build_outputs();
         } else if planned.code_hash != prior.code_hash
             || planned.runtime != prior.runtime
@@ -890,6 +906,30 @@ mod tests {
         ] {
             assert!(planned.computed_only(name).is_unknown(), "{name}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_configured_provider_plans_the_location() {
+        let d = src();
+        let cfg = config(d.path());
+        let r = FunctionResource::new(Shared::configured(Configured {
+            client: Client::new("http://127.0.0.1:9/", "t", Duration::from_secs(1)).unwrap(),
+            sub: "alice".into(),
+            namespace: "sless-2bd806c9".into(),
+            wait_timeout: Duration::from_secs(1),
+        }));
+        let mut diags = Diagnostics::default();
+        let (planned, _) = r
+            .plan_create(&mut diags, cfg.clone(), cfg.clone(), Value::Null)
+            .await
+            .unwrap();
+        assert_eq!(planned.id, v("sless-2bd806c9/hello"));
+        assert_eq!(planned.namespace, v("sless-2bd806c9"));
+        assert_eq!(
+            planned.invoke_url,
+            v("http://127.0.0.1:9/v1/namespaces/sless-2bd806c9/functions/hello/invoke")
+        );
+        assert!(planned.phase.is_unknown());
     }
 
     #[tokio::test]

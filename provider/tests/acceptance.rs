@@ -362,6 +362,40 @@ resource "sless_function" "entry" {{
     tf
 }
 
+/// A loopback stand-in for the cloud API that answers every request with 401
+/// and records the `Authorization` header it got.
+fn rejecting_cloud() -> (String, std::sync::Arc<std::sync::Mutex<Option<String>>>) {
+    use std::io::{BufRead, BufReader};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1/me", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let seen2 = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok() {
+                if line == "\r\n" || line.is_empty() {
+                    break;
+                }
+                if line.to_ascii_lowercase().starts_with("authorization:") {
+                    let value = line["authorization:".len()..].trim().to_string();
+                    *seen2.lock().unwrap() = Some(value);
+                }
+                line.clear();
+            }
+            let body = r#"{"error":"token expired"}"#;
+            let mut s = stream;
+            let _ = write!(
+                s,
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (url, seen)
+}
+
 /// A client of the operator's API for the test's own checks.
 struct Api {
     http: reqwest::Client,
@@ -646,6 +680,7 @@ async fn function_lifecycle_with_real_terraform() {
     tf.write_main(&main_tf("bonjour", Some("main.nope")));
     let out = tf.run(&["apply", "-auto-approve", "-input=false", "-no-color"]);
     let all = text(&out);
+    eprintln!("expected failure of apply with broken code:\n{all}");
     assert!(
         !out.status.success(),
         "apply with broken code must fail:\n{all}"
@@ -688,6 +723,7 @@ async fn function_lifecycle_with_real_terraform() {
     let out = tf.run(&["apply", "-auto-approve", "-input=false", "-no-color"]);
     let all = text(&out);
     assert!(!out.status.success(), "{all}");
+    eprintln!("expected failure of apply after state rm:\n{all}");
     assert!(all.contains("already exists"), "{all}");
     assert!(all.contains("acc-py"), "{all}");
     assert_eq!(
@@ -815,6 +851,59 @@ data "sless_namespace" "me" {{}}
     let all = text(&out);
     assert!(!out.status.success(), "{all}");
     assert!(all.contains("the operator rejected the token"), "{all}");
+    // With nubes_endpoint, the cloud checks the token first; a 401 there stops
+    // everything with a clear message (a stand-in for the cloud API on loopback).
+    let (cloud_url, seen_auth) = rejecting_cloud();
+    let token = op.token("someone");
+    let mut tf4 = Tf {
+        dir: tf.dir.clone(),
+        env: tf.env.clone(),
+    };
+    tf4.env.retain(|(k, _)| k != "SLESS_TOKEN");
+    tf4.env.push(("SLESS_TOKEN".into(), token.clone()));
+    tf4.write_main(&format!(
+        r#"terraform {{
+  required_providers {{
+    sless = {{
+      source = "{SOURCE}"
+    }}
+  }}
+}}
+
+provider "sless" {{
+  nubes_endpoint = "{cloud_url}"
+}}
+
+data "sless_namespace" "me" {{}}
+"#
+    ));
+    let out = tf4.run(&["plan", "-input=false", "-no-color"]);
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(
+        all.contains("rejected the token") && all.contains("token expired"),
+        "{all}"
+    );
+    let auth = seen_auth.lock().unwrap().clone();
+    assert_eq!(
+        auth.as_deref(),
+        Some(format!("Bearer {token}").as_str()),
+        "the token is sent to the cloud"
+    );
+    tf.write_main(&format!(
+        r#"terraform {{
+  required_providers {{
+    sless = {{
+      source = "{SOURCE}"
+    }}
+  }}
+}}
+
+provider "sless" {{}}
+
+data "sless_namespace" "me" {{}}
+"#
+    ));
     // An unreachable endpoint is named.
     let token = op.token("someone");
     let mut tf3 = Tf {
