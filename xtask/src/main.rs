@@ -10,7 +10,7 @@ use xtask::release::{self, ReleaseOptions};
 
 /// Project automation for sless.
 #[derive(Debug, Parser)]
-#[command(name = "cargo xtask")]
+#[command(name = "cargo xtask", bin_name = "cargo xtask")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -238,6 +238,14 @@ fn terraform_installs_the_published_provider_from_a_private_registry() {
             .join(&platform)
             .join(format!("terraform-provider-sless_v{version}"));
         assert!(bin.is_file(), "{} not installed", bin.display());
+        // The release baked its version into the binary (SLESS_PROVIDER_VERSION); run by
+        // hand, the provider names it.
+        let by_hand = run(Command::new(&bin).env_remove("TF_PLUGIN_MAGIC_COOKIE"));
+        assert!(
+            text(&by_hand).contains(&format!("terraform-provider-sless {version}")),
+            "the installed binary does not report version {version}: {}",
+            text(&by_hand)
+        );
         installed.push(dir);
     }
     let requests = server.requests();
