@@ -390,6 +390,9 @@ fn plan_against_a_local_operator(tf: &Tf<'_>, workdir: &Path) {
             t.contains(&namespace),
             "the plan must show namespace {namespace}:\n{t}"
         );
+        eprintln!(
+            "registry_e2e: plan with the registry-installed provider against the operator: ok"
+        );
         guard
     };
 }
