@@ -250,7 +250,12 @@ async function serve() {
       send(req, res, out);
     });
   });
-  server.keepAliveTimeout = 65000;
+  // The operator's proxy enforces the function timeout and owns connection
+  // reuse: no server-side request timeout (Node's default is 300 s, less than
+  // the longest timeout_sec) and no idle timeout that could race the proxy's
+  // connection pool.
+  server.requestTimeout = 0;
+  server.keepAliveTimeout = 0;
   let stopping = false;
   const stop = () => {
     if (stopping) return;

@@ -651,3 +651,17 @@ async fn newer_upload_and_delete_cancel_a_running_build() {
     ));
     b.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_backend_per_data_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = backend(tmp.path()).await;
+    let err = LocalBackend::start(LocalOptions::new(tmp.path()))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("in use by another"), "{err}");
+    b.shutdown().await;
+    drop(b);
+    let b = backend(tmp.path()).await;
+    b.shutdown().await;
+}

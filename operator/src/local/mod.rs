@@ -104,6 +104,8 @@ struct Inner {
     slots: Mutex<HashMap<Key, Slot>>,
     next_generation: AtomicU64,
     shutting_down: AtomicBool,
+    /// flock on `local.lock`: one operator per data dir; released by `shutdown`.
+    lock: Mutex<Option<std::fs::File>>,
 }
 
 /// The local backend.
@@ -140,6 +142,7 @@ impl LocalBackend {
         )))?;
         let mut opts = opts;
         opts.data_dir = data_dir.clone();
+        let lock = lock_data_dir(&data_dir)?;
         let runtimes =
             runtimes::install(&data_dir).map_err(Error::io("installing the runtime servers"))?;
         let db = Arc::new(Db::open(&data_dir.join("state.db"))?);
@@ -169,6 +172,7 @@ impl LocalBackend {
             slots: Mutex::new(HashMap::new()),
             next_generation: AtomicU64::new(0),
             shutting_down: AtomicBool::new(false),
+            lock: Mutex::new(Some(lock)),
         });
         let mut restored = 0;
         for f in inner.db.all_functions()? {
@@ -189,6 +193,30 @@ impl LocalBackend {
     pub fn data_dir(&self) -> &Path {
         &self.inner.opts.data_dir
     }
+}
+
+/// Takes an exclusive lock on `<data-dir>/local.lock`, so that a second
+/// operator on the same data dir refuses to start instead of killing the
+/// first one's processes. The kernel releases it when the process dies.
+fn lock_data_dir(data_dir: &Path) -> Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let path = data_dir.join("local.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(Error::io(format!("opening {}", path.display())))?;
+    // SAFETY: flock on a descriptor we own.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        return Err(Error::Conflict(format!(
+            "data dir {} is in use by another sless-operator (lock {} is held)",
+            data_dir.display(),
+            path.display()
+        )));
+    }
+    Ok(file)
 }
 
 fn remove_tmp_dirs(dir: &Path) {
@@ -795,6 +823,8 @@ impl Backend for LocalBackend {
         let grace = inner.opts.stop_grace;
         futures_util::future::join_all(procs.iter().map(|p| p.stop(grace))).await;
         let _ = std::fs::remove_dir_all(inner.opts.data_dir.join("run"));
+        // Another backend may now open this data dir.
+        inner.lock.lock().unwrap_or_else(|p| p.into_inner()).take();
         tracing::info!(stopped = procs.len(), "local backend stopped");
     }
 }
