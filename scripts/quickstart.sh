@@ -69,10 +69,10 @@ echo
 cat <<MSG
 
 The function is running. Try it again:
-  export SLESS_TOKEN=\$(target/debug/sless-operator token --sub ${USER:-dev}@localhost --data-dir $data_dir)
+  export SLESS_TOKEN=\$($SLESS_ROOT/target/debug/sless-operator token --sub ${USER:-dev}@localhost --data-dir $data_dir)
   curl -X POST -H "Authorization: Bearer \$SLESS_TOKEN" -d '{"name": "you"}' $url
 
 To remove it and stop the operator:
-  (cd examples/$example && SLESS_ENDPOINT=$endpoint SLESS_TOKEN=\$SLESS_TOKEN TF_CLI_CONFIG_FILE=$qs/terraformrc $TERRAFORM destroy -auto-approve)
+  (cd $SLESS_ROOT/examples/$example && SLESS_ENDPOINT=$endpoint SLESS_TOKEN=\$SLESS_TOKEN TF_CLI_CONFIG_FILE=$qs/terraformrc $TERRAFORM destroy -auto-approve)
   kill \$(cat $qs/operator.pid)
 MSG
