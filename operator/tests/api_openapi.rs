@@ -45,7 +45,20 @@ async fn openapi_document_covers_the_api() {
     for m in ["get", "patch", "delete"] {
         assert!(documented[&f][m].is_object(), "{f} {m}");
     }
-    assert!(documented[&paths::function_code(ns, name)]["put"].is_object());
+    let upload = &documented[&paths::function_code(ns, name)]["put"];
+    assert!(upload.is_object());
+    let sha = upload["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "sha256")
+        .expect("sha256 parameter");
+    assert_eq!(sha["in"], "query");
+    assert_eq!(sha["required"], true);
+    assert_eq!(
+        upload["requestBody"]["content"]["application/zip"]["schema"]["format"],
+        "binary"
+    );
     assert!(documented[&paths::function_invoke(ns, name)]["post"].is_object());
 
     // The request schema of create, with its fields.

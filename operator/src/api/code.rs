@@ -21,9 +21,10 @@ use sless_wire::{CodeUpload, ErrorBody, Function};
     params(
         ("ns" = String, Path, description = "The caller's namespace"),
         ("name" = String, Path, description = "Function name"),
-        CodeUpload,
+        ("sha256" = String, Query, description = "sha256 (hex) of the zip body; the operator verifies it (400 if it differs)"),
+        ("source_hash" = Option<String>, Query, description = "Optional client-side hash of the source content, stored as given"),
     ),
-    request_body(content = Vec<u8>, content_type = "application/zip", description = "The code zip (at most 64 MiB)"),
+    request_body(content = inline(super::openapi::BinaryBody), content_type = "application/zip", description = "The code zip (at most 64 MiB)"),
     responses(
         (status = 202, description = "Code stored; the build runs in the background", body = Function),
         (status = 400, description = "Bad sha256 or unsafe/unreadable zip; `error.field` names the field", body = ErrorBody),

@@ -19,7 +19,7 @@ use std::net::SocketAddr;
         ("ns" = String, Path, description = "The caller's namespace"),
         ("name" = String, Path, description = "Function name"),
     ),
-    request_body(content = Vec<u8>, content_type = "*/*", description = "Passed to the function as the event body"),
+    request_body(content = inline(super::openapi::BinaryBody), content_type = "*/*", description = "Passed to the function as the event body"),
     responses(
         (status = 200, description = "The function's answer, whatever its status, headers and body"),
         (status = 401, description = "Missing or invalid token", body = sless_wire::ErrorBody),
@@ -85,7 +85,7 @@ pub async fn invoke(
         ("name" = String, Path, description = "Function name"),
         ("rest" = String, Path, description = "Path passed to the function as the event's `path`"),
     ),
-    request_body(content = Vec<u8>, content_type = "*/*", description = "Passed to the function as the event body"),
+    request_body(content = inline(super::openapi::BinaryBody), content_type = "*/*", description = "Passed to the function as the event body"),
     responses(
         (status = 200, description = "The function's answer, whatever its status, headers and body"),
         (status = 404, description = "No such function", body = sless_wire::ErrorBody),

@@ -17,7 +17,8 @@ use sless_wire::function::LogQuery;
     params(
         ("ns" = String, Path, description = "The caller's namespace"),
         ("name" = String, Path, description = "Function name"),
-        LogQuery,
+        ("kind" = Option<sless_wire::function::LogKind>, Query, description = "`build` (default): the last build's output; `run`: the process's stdout and stderr"),
+        ("tail" = Option<usize>, Query, description = "Only the last N lines"),
     ),
     responses(
         (status = 200, description = "The log", body = String, content_type = "text/plain"),

@@ -53,6 +53,11 @@ use utoipa::{Modify, OpenApi};
 )]
 pub struct ApiDoc;
 
+/// A raw binary body (a zip, or whatever a function accepts).
+#[derive(utoipa::ToSchema)]
+#[schema(value_type = String, format = Binary)]
+pub struct BinaryBody(#[allow(dead_code)] Vec<u8>);
+
 /// Adds the `bearer` (JWT) security scheme the operations refer to.
 struct BearerAuth;
 
