@@ -76,3 +76,13 @@ pub fn run_plugin() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn user_agent_names_the_provider_and_version() {
+        let ua = super::user_agent();
+        assert_eq!(ua, format!("terraform-provider-sless/{}", super::VERSION));
+        assert!(!super::VERSION.is_empty());
+    }
+}

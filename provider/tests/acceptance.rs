@@ -221,6 +221,12 @@ fn text(out: &Output) -> String {
     )
 }
 
+/// The text with every run of whitespace collapsed to one space (Terraform
+/// wraps long diagnostic lines).
+fn flat(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 fn write(path: &Path, content: &[u8]) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, content).unwrap();
@@ -685,17 +691,17 @@ async fn function_lifecycle_with_real_terraform() {
         !out.status.success(),
         "apply with broken code must fail:\n{all}"
     );
-    assert!(!all.contains("TERRAFORM CRASH"), "{all}");
+    assert!(!flat(&all).contains("TERRAFORM CRASH"), "{all}");
     assert!(
-        all.contains("nothere-1.0-py3-none-any.whl"),
+        flat(&all).contains("nothere-1.0-py3-none-any.whl"),
         "the pip error is in the diagnostic:\n{all}"
     );
     assert!(
-        all.contains("Failed"),
+        flat(&all).contains("Failed"),
         "the phase is in the diagnostic:\n{all}"
     );
     assert!(
-        all.contains("main.nope"),
+        flat(&all).contains("main.nope"),
         "the wrong entrypoint is named:\n{all}"
     );
     write(
@@ -714,7 +720,7 @@ async fn function_lifecycle_with_real_terraform() {
     let (code, plan) = tf.plan_code();
     assert_eq!(code, 2, "{plan}");
     assert!(
-        plan.contains("sless_function.node will be created"),
+        flat(&plan).contains("sless_function.node will be created"),
         "{plan}"
     );
 
@@ -724,8 +730,8 @@ async fn function_lifecycle_with_real_terraform() {
     let all = text(&out);
     assert!(!out.status.success(), "{all}");
     eprintln!("expected failure of apply after state rm:\n{all}");
-    assert!(all.contains("already exists"), "{all}");
-    assert!(all.contains("acc-py"), "{all}");
+    assert!(flat(&all).contains("already exists"), "{all}");
+    assert!(flat(&all).contains("acc-py"), "{all}");
     assert_eq!(
         api.get("acc-node").await.0,
         200,
@@ -799,7 +805,7 @@ resource "sless_function" "bad" {{
     let out = tf.run(&["validate", "-no-color"]);
     let all = text(&out);
     assert!(!out.status.success(), "{all}");
-    assert!(!all.contains("TERRAFORM CRASH"), "{all}");
+    assert!(!flat(&all).contains("TERRAFORM CRASH"), "{all}");
     for needle in [
         "Bad_Name",
         "ruby3.0",
@@ -808,7 +814,7 @@ resource "sless_function" "bad" {{
         "memory_mb",
         "4096",
     ] {
-        assert!(all.contains(needle), "{needle} not in:\n{all}");
+        assert!(flat(&all).contains(needle), "{needle} not in:\n{all}");
     }
     // A malformed token is reported as such at configure.
     tf.write_main(&format!(
@@ -829,7 +835,7 @@ data "sless_namespace" "me" {{}}
     let all = text(&out);
     assert!(!out.status.success(), "{all}");
     assert!(
-        all.contains("Invalid token") && all.contains("not a JWT"),
+        flat(&all).contains("Invalid token") && flat(&all).contains("not a JWT"),
         "{all}"
     );
     // A token the operator did not issue is rejected by the operator.
@@ -850,7 +856,10 @@ data "sless_namespace" "me" {{}}
     let out = tf2.run(&["plan", "-input=false", "-no-color"]);
     let all = text(&out);
     assert!(!out.status.success(), "{all}");
-    assert!(all.contains("the operator rejected the token"), "{all}");
+    assert!(
+        flat(&all).contains("the operator rejected the token"),
+        "{all}"
+    );
     // With nubes_endpoint, the cloud checks the token first; a 401 there stops
     // everything with a clear message (a stand-in for the cloud API on loopback).
     let (cloud_url, seen_auth) = rejecting_cloud();
@@ -881,7 +890,7 @@ data "sless_namespace" "me" {{}}
     let all = text(&out);
     assert!(!out.status.success(), "{all}");
     assert!(
-        all.contains("rejected the token") && all.contains("token expired"),
+        flat(&all).contains("rejected the token") && flat(&all).contains("token expired"),
         "{all}"
     );
     let auth = seen_auth.lock().unwrap().clone();
@@ -919,7 +928,66 @@ data "sless_namespace" "me" {{}}
     let all = text(&out);
     assert!(!out.status.success(), "{all}");
     assert!(
-        all.contains("Cannot reach the sless operator") && all.contains("127.0.0.1:9"),
+        flat(&all).contains("Cannot reach the sless operator")
+            && flat(&all).contains("127.0.0.1:9"),
         "{all}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_function_times_out_saying_what_was_seen() {
+    if skip() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let op = Operator::start(&root.path().join("operator"));
+    let sub = "slow@example.com";
+    let token = op.token(sub);
+    let tf = Tf::new(root.path(), &op.base_url, &token);
+    // Importing the module takes 20 s, so the function stays in its start-up.
+    write(
+        &tf.dir.join("slow/main.py"),
+        b"import time\ntime.sleep(20)\n\n\ndef handler(event, context):\n    return 'late'\n",
+    );
+    tf.write_main(&format!(
+        r#"terraform {{
+  required_providers {{
+    sless = {{
+      source = "{SOURCE}"
+    }}
+  }}
+}}
+
+provider "sless" {{}}
+
+resource "sless_function" "slow" {{
+  name             = "acc-slow"
+  runtime          = "python3.11"
+  entrypoint       = "main.handler"
+  source_dir       = "${{path.module}}/slow"
+  wait_timeout_sec = 2
+}}
+"#
+    ));
+    let out = tf.run(&["apply", "-auto-approve", "-input=false", "-no-color"]);
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(
+        flat(&all).contains("Timed out waiting for function acc-slow"),
+        "{all}"
+    );
+    assert!(flat(&all).contains("gave up after 2 s"), "{all}");
+    assert!(flat(&all).contains("last seen: phase Building"), "{all}");
+    // The half-created function is tracked (tainted), so destroy removes it,
+    // even while it is still starting.
+    let state = tf.ok(&["state", "list"]);
+    assert!(state.contains("sless_function.slow"), "{state}");
+    tf.ok(&["destroy", "-auto-approve", "-input=false", "-no-color"]);
+    let api = Api {
+        http: reqwest::Client::new(),
+        base: op.base_url.clone(),
+        token,
+        ns: sless_wire::namespace_for_sub(sub),
+    };
+    assert_eq!(api.get("acc-slow").await.0, 404);
 }
