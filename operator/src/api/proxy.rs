@@ -5,8 +5,11 @@
 //! §6.1) are removed in both directions, and so is the caller's
 //! `Authorization` (the operator's token never reaches user code).
 //! `X-Request-Id` is added when absent, `X-Forwarded-For`/`-Proto`/`-Host` set.
-//! The function's timeout is enforced (504); a process that refuses or drops
-//! the connection is a 502.
+//! The function's timeout covers the whole exchange, from connecting until the
+//! response body is streamed: no answer in time is a 504; a response cut off by
+//! it ends the stream early. A process that refuses or drops the connection is
+//! a 502. Request bodies without a known length are forwarded chunked; an empty
+//! body is forwarded as no body (never a stray chunked terminator).
 
 use super::error::ApiFailure;
 use crate::backend::InvokeTarget;
