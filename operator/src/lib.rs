@@ -17,6 +17,7 @@ pub mod auth;
 pub mod backend;
 pub mod codezip;
 pub mod config;
+pub mod kube;
 pub mod local;
 pub mod runtimes;
 

@@ -1,0 +1,502 @@
+//! [`KubeBackend`]: the REST API's [`Backend`] over custom resources. It
+//! writes and reads `Function` objects in the user namespace, stores code in
+//! the object store, and (when started with [`KubeBackend::connect`]) runs the
+//! controllers that turn the objects into builds and Deployments.
+//! API-server errors map to the API's: "invalid" → 400, "already exists" →
+//! 409, not found → 404; never a 500 for input.
+
+use super::KubeOptions;
+use super::builders;
+use super::crd::{CodeRef, Function, FunctionSpec};
+use super::function::{self, Ctx};
+use super::names::{self, FIELD_MANAGER, OwnerKind};
+use super::objstore::{self, CodeStore, StoreError};
+use crate::backend::{Backend, CodeBundle, InvokeTarget};
+use crate::{Error, Result};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::{
+    Api, DeleteParams, ListParams, LogParams, ObjectMeta, Patch, PatchParams, PostParams,
+};
+use kube::{Client, ResourceExt};
+use sless_wire::function::{FunctionStatus as WireStatus, LogKind, NamespaceInfo};
+use sless_wire::{Phase, UpdateFunction, paths};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Annotation holding the RFC 3339 time of the last spec or code change.
+pub const UPDATED_AT: &str = "sless.kube5s.ru/updated-at";
+
+/// The Kubernetes backend.
+pub struct KubeBackend {
+    client: Client,
+    opts: KubeOptions,
+    store: CodeStore,
+    stop: watch::Sender<bool>,
+    controllers: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for KubeBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeBackend")
+            .field("registry", &self.opts.registry)
+            .field("bucket", &self.opts.s3.bucket)
+            .finish()
+    }
+}
+
+/// Maps an API-server error about `kind` `ns/name` to the API's error.
+pub fn map_kube_error(e: kube::Error, kind: &'static str, ns: &str, name: &str) -> Error {
+    match e {
+        kube::Error::Api(s) => match (s.code, s.reason.as_str()) {
+            (409, "AlreadyExists") => Error::AlreadyExists {
+                kind,
+                namespace: ns.to_string(),
+                name: name.to_string(),
+            },
+            (409, _) => Error::Conflict(format!(
+                "{kind} {name:?} was changed concurrently: {}",
+                s.message
+            )),
+            (422, _) | (400, _) => Error::BadRequest(format!("invalid {kind}: {}", s.message)),
+            (404, _) => Error::NotFound {
+                kind,
+                namespace: ns.to_string(),
+                name: name.to_string(),
+            },
+            (code, _) => Error::Internal(format!("kubernetes API answered {code}: {}", s.message)),
+        },
+        other => Error::Internal(format!("kubernetes API: {other}")),
+    }
+}
+
+fn store_error(e: StoreError) -> Error {
+    match e {
+        StoreError::Context(c) => match c {
+            super::context::ContextError::Zip(z) => Error::BadZip(z),
+            other => Error::BadRequest(other.to_string()),
+        },
+        StoreError::Store(s) => Error::Internal(format!("object store: {s}")),
+    }
+}
+
+fn now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+fn phase_of(s: Option<&str>) -> Phase {
+    match s {
+        Some("Building") => Phase::Building,
+        Some("Ready") => Phase::Ready,
+        Some("Failed") => Phase::Failed,
+        Some("Deleting") => Phase::Deleting,
+        _ => Phase::Pending,
+    }
+}
+
+/// The wire form of a Function object.
+pub fn to_wire(f: &Function) -> Result<sless_wire::Function> {
+    let ns = f.namespace().unwrap_or_default();
+    let name = f.name_any();
+    let spec = f.spec.to_wire().map_err(|runtime| {
+        Error::Internal(format!(
+            "function {ns}/{name} has an unknown runtime {runtime:?}"
+        ))
+    })?;
+    let st = f.status.clone().unwrap_or_default();
+    let phase = if f.metadata.deletion_timestamp.is_some() {
+        Phase::Deleting
+    } else {
+        phase_of(st.phase.as_deref())
+    };
+    let created_at = f
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|t| t.0.to_string())
+        .unwrap_or_default();
+    let updated_at = f
+        .annotations()
+        .get(UPDATED_AT)
+        .cloned()
+        .unwrap_or_else(|| created_at.clone());
+    let code = f.spec.code.as_ref();
+    Ok(sless_wire::Function {
+        status: WireStatus {
+            phase,
+            message: st.message.clone(),
+            code_sha256: code.map(|c| c.sha256.clone()),
+            source_hash: code.and_then(|c| c.source_hash.clone()),
+            image_ref: st.image_ref.clone(),
+            last_built_at: st.last_built_at.clone(),
+            invoke_path: paths::function_invoke(&ns, &name),
+            restarts: 0,
+        },
+        namespace: ns,
+        name,
+        spec,
+        created_at,
+        updated_at,
+    })
+}
+
+impl KubeBackend {
+    /// A backend over `client` and `store` that runs no controllers (the
+    /// REST layer only; tests use it with a mock API server).
+    pub fn new(client: Client, opts: KubeOptions, store: CodeStore) -> KubeBackend {
+        let (stop, _) = watch::channel(false);
+        KubeBackend {
+            client,
+            opts,
+            store,
+            stop,
+            controllers: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Connects with the in-cluster or `KUBECONFIG` configuration, opens the
+    /// S3 store and starts the controllers.
+    pub async fn connect(opts: KubeOptions) -> Result<KubeBackend> {
+        let client = Client::try_default()
+            .await
+            .map_err(|e| Error::Internal(format!("cannot reach the Kubernetes API: {e}")))?;
+        let store = CodeStore::s3(&opts.s3).map_err(store_error)?;
+        let backend = KubeBackend::new(client, opts, store);
+        backend.start_controllers();
+        Ok(backend)
+    }
+
+    /// Starts the controllers in the background; [`Backend::shutdown`] stops them.
+    pub fn start_controllers(&self) {
+        let ctx = Arc::new(Ctx::new(self.client.clone(), self.opts.clone()));
+        let mut rx = self.stop.subscribe();
+        let shutdown = async move {
+            let _ = rx.wait_for(|s| *s).await;
+        };
+        let handle = tokio::spawn(function::run(ctx, shutdown));
+        if let Ok(mut c) = self.controllers.lock() {
+            c.push(handle);
+        }
+    }
+
+    fn functions(&self, ns: &str) -> Api<Function> {
+        Api::namespaced(self.client.clone(), ns)
+    }
+
+    async fn get(&self, ns: &str, name: &str) -> Result<Function> {
+        self.functions(ns)
+            .get(name)
+            .await
+            .map_err(|e| map_kube_error(e, "function", ns, name))
+    }
+
+    async fn copy_secret(&self, from: &str, to_ns: &str, to_name: &str) -> Result<()> {
+        let src: Api<Secret> = Api::namespaced(self.client.clone(), &self.opts.operator_namespace);
+        let secret = src
+            .get(from)
+            .await
+            .map_err(|e| map_kube_error(e, "secret", &self.opts.operator_namespace, from))?;
+        let copy = Secret {
+            metadata: ObjectMeta {
+                name: Some(to_name.to_string()),
+                namespace: Some(to_ns.to_string()),
+                labels: Some(BTreeMap::from([(
+                    names::MANAGED_BY.to_string(),
+                    names::MANAGER.to_string(),
+                )])),
+                ..Default::default()
+            },
+            type_: secret.type_,
+            data: secret.data,
+            ..Default::default()
+        };
+        let dst: Api<Secret> = Api::namespaced(self.client.clone(), to_ns);
+        dst.patch(
+            to_name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&copy),
+        )
+        .await
+        .map_err(|e| map_kube_error(e, "secret", to_ns, to_name))?;
+        Ok(())
+    }
+
+    async fn pod_log(
+        &self,
+        ns: &str,
+        selector: &str,
+        container: &str,
+        tail: Option<usize>,
+    ) -> Result<String> {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let list = pods
+            .list(&ListParams::default().labels(selector))
+            .await
+            .map_err(|e| map_kube_error(e, "pod", ns, selector))?;
+        let Some(pod) = list
+            .items
+            .into_iter()
+            .max_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0))
+        else {
+            return Ok(String::new());
+        };
+        let lp = LogParams {
+            container: Some(container.to_string()),
+            tail_lines: tail.map(|t| t as i64),
+            limit_bytes: Some(1024 * 1024),
+            ..Default::default()
+        };
+        let name = pod.name_any();
+        match pods.logs(&name, &lp).await {
+            Ok(log) => Ok(log),
+            // A pod that has not started has no log yet.
+            Err(kube::Error::Api(s)) if s.code == 400 => Ok(String::new()),
+            Err(e) => Err(map_kube_error(e, "pod", ns, &name)),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Backend for KubeBackend {
+    async fn ensure_namespace(&self, namespace: &str) -> Result<NamespaceInfo> {
+        let nss: Api<Namespace> = Api::all(self.client.clone());
+        let existed = nss
+            .get_opt(namespace)
+            .await
+            .map_err(|e| map_kube_error(e, "namespace", namespace, namespace))?
+            .is_some();
+        let pp = PatchParams::apply(FIELD_MANAGER).force();
+        let deploy_ns = names::deploy_namespace(namespace);
+        for ns in [
+            builders::user_namespace(namespace),
+            builders::deploy_namespace(namespace),
+        ] {
+            let n = ns.name_any();
+            nss.patch(&n, &pp, &Patch::Apply(&ns))
+                .await
+                .map_err(|e| map_kube_error(e, "namespace", &n, &n))?;
+        }
+        let np: Api<NetworkPolicy> = Api::namespaced(self.client.clone(), &deploy_ns);
+        np.patch(
+            builders::NETWORK_POLICY,
+            &pp,
+            &Patch::Apply(&builders::network_policy(&self.opts, namespace)),
+        )
+        .await
+        .map_err(|e| map_kube_error(e, "networkpolicy", &deploy_ns, builders::NETWORK_POLICY))?;
+        if let Some(reg) = &self.opts.registry_secret {
+            self.copy_secret(reg, &deploy_ns, builders::REGISTRY_SECRET)
+                .await?;
+        }
+        self.copy_secret(
+            &self.opts.object_store_secret,
+            &deploy_ns,
+            builders::OBJECT_STORE_SECRET,
+        )
+        .await?;
+        Ok(NamespaceInfo {
+            namespace: namespace.to_string(),
+            created: !existed,
+        })
+    }
+
+    async fn create_function(
+        &self,
+        namespace: &str,
+        name: &str,
+        spec: sless_wire::function::FunctionSpec,
+    ) -> Result<sless_wire::Function> {
+        let mut f = Function::new(name, FunctionSpec::from(&spec));
+        f.metadata.annotations = Some(BTreeMap::from([(UPDATED_AT.to_string(), now())]));
+        let created = self
+            .functions(namespace)
+            .create(&PostParams::default(), &f)
+            .await
+            .map_err(|e| match map_kube_error(e, "function", namespace, name) {
+                // The function is absent, so a 404 means the namespace is.
+                Error::NotFound { .. } => Error::NotFound {
+                    kind: "namespace",
+                    namespace: namespace.to_string(),
+                    name: namespace.to_string(),
+                },
+                other => other,
+            })?;
+        to_wire(&created)
+    }
+
+    async fn get_function(&self, namespace: &str, name: &str) -> Result<sless_wire::Function> {
+        to_wire(&self.get(namespace, name).await?)
+    }
+
+    async fn list_functions(&self, namespace: &str) -> Result<Vec<sless_wire::Function>> {
+        let list = self
+            .functions(namespace)
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| map_kube_error(e, "function", namespace, ""))?;
+        let mut out = list.items.iter().map(to_wire).collect::<Result<Vec<_>>>()?;
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    async fn update_function(
+        &self,
+        namespace: &str,
+        name: &str,
+        update: UpdateFunction,
+    ) -> Result<sless_wire::Function> {
+        // Optimistic concurrency: replace with the read resourceVersion, retry on conflict.
+        for _ in 0..5 {
+            let mut f = self.get(namespace, name).await?;
+            if f.metadata.deletion_timestamp.is_some() {
+                return Err(Error::Conflict(format!(
+                    "function {name:?} is being deleted"
+                )));
+            }
+            let current = f
+                .spec
+                .to_wire()
+                .map_err(|r| Error::Internal(format!("unknown runtime {r:?}")))?;
+            let next = update.apply_to(&current)?;
+            if next == current {
+                return to_wire(&f);
+            }
+            let mut spec = FunctionSpec::from(&next);
+            spec.code = f.spec.code.clone();
+            if next.runtime != current.runtime
+                && let Some(code) = spec.code.as_mut()
+            {
+                code.key = self
+                    .store
+                    .rebuild_context(namespace, &code.sha256, next.runtime)
+                    .await
+                    .map_err(store_error)?;
+            }
+            f.spec = spec;
+            f.annotations_mut().insert(UPDATED_AT.to_string(), now());
+            f.status = None;
+            match self
+                .functions(namespace)
+                .replace(name, &PostParams::default(), &f)
+                .await
+            {
+                Ok(updated) => return to_wire(&updated),
+                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(e) => return Err(map_kube_error(e, "function", namespace, name)),
+            }
+        }
+        Err(Error::Conflict(format!(
+            "function {name:?} kept changing; try again"
+        )))
+    }
+
+    async fn delete_function(&self, namespace: &str, name: &str) -> Result<()> {
+        self.functions(namespace)
+            .delete(name, &DeleteParams::background())
+            .await
+            .map_err(|e| map_kube_error(e, "function", namespace, name))?;
+        Ok(())
+    }
+
+    async fn upload_code(
+        &self,
+        namespace: &str,
+        name: &str,
+        code: CodeBundle,
+    ) -> Result<sless_wire::Function> {
+        let f = self.get(namespace, name).await?;
+        let runtime = f
+            .spec
+            .runtime()
+            .ok_or_else(|| Error::Internal(format!("unknown runtime {:?}", f.spec.runtime)))?;
+        let key = objstore::context_key(namespace, &code.sha256, runtime);
+        if f.spec
+            .code
+            .as_ref()
+            .is_some_and(|c| c.key == key && c.source_hash == code.source_hash)
+        {
+            // The code the function already has: nothing changes, no rebuild.
+            return to_wire(&f);
+        }
+        let key = self
+            .store
+            .put_code(namespace, &code.sha256, code.zip.clone(), runtime)
+            .await
+            .map_err(store_error)?;
+        let patch = serde_json::json!({
+            "metadata": { "annotations": { UPDATED_AT: now() } },
+            "spec": { "code": CodeRef { key, sha256: code.sha256, source_hash: code.source_hash } },
+        });
+        let updated = self
+            .functions(namespace)
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| map_kube_error(e, "function", namespace, name))?;
+        to_wire(&updated)
+    }
+
+    async fn read_logs(
+        &self,
+        namespace: &str,
+        name: &str,
+        kind: LogKind,
+        tail: Option<usize>,
+    ) -> Result<String> {
+        let f = self.get(namespace, name).await?;
+        let deploy_ns = names::deploy_namespace(namespace);
+        match kind {
+            LogKind::Build => match f.status.and_then(|s| s.build) {
+                Some(b) => {
+                    self.pod_log(&deploy_ns, &format!("job-name={}", b.job), "kaniko", tail)
+                        .await
+                }
+                None => Ok(String::new()),
+            },
+            LogKind::Run => {
+                let selector = format!(
+                    "{}={}",
+                    names::APP_LABEL,
+                    names::workload_name(OwnerKind::Function, name)
+                );
+                self.pod_log(&deploy_ns, &selector, "function", tail).await
+            }
+        }
+    }
+
+    async fn invoke_target(&self, namespace: &str, name: &str) -> Result<InvokeTarget> {
+        let f = to_wire(&self.get(namespace, name).await?)?;
+        match f.status.phase {
+            Phase::Ready => Ok(InvokeTarget {
+                base_url: builders::service_url(OwnerKind::Function, namespace, name),
+                timeout: Duration::from_secs(u64::from(f.spec.timeout_sec)),
+            }),
+            Phase::Deleting => Err(Error::function_not_found(namespace, name)),
+            other => Err(Error::NotReady(format!(
+                "function {name:?} is {}{}",
+                other.as_str(),
+                f.status
+                    .message
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default()
+            ))),
+        }
+    }
+
+    async fn shutdown(&self) {
+        let _ = self.stop.send(true);
+        let handles = match self.controllers.lock() {
+            Ok(mut c) => std::mem::take(&mut *c),
+            Err(_) => Vec::new(),
+        };
+        for h in handles {
+            if tokio::time::timeout(Duration::from_secs(10), h)
+                .await
+                .is_err()
+            {
+                tracing::warn!("a controller did not stop within 10 s");
+            }
+        }
+    }
+}

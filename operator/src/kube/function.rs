@@ -1,0 +1,592 @@
+//! The Function controller. One reconcile per object (kube-rs runtime), a
+//! finalizer for cleanup, server-side apply with the `sless-operator` field
+//! manager and `force`, status patched only when it changed.
+//!
+//! The build state machine cannot loop: the image tag is derived from the
+//! code key, the kaniko Job is named after it (`build-<fn>-<tag>`) and
+//! created once; `status.build` records the tag and the build's outcome, so
+//! the guard survives operator restarts. A failed build waits for new code.
+//! A succeeded build is followed by the Deployment and Service in
+//! `sless-fn-<ns>`; env, entrypoint and memory changes are re-applied to the
+//! Deployment without a rebuild. Children carry owner labels and are watched,
+//! so a Deployment deleted by hand is recreated; Ready functions are also
+//! requeued every 60 s.
+
+use super::builders::{self, Workload};
+use super::crd::{BuildState, BuildStatus, Function, FunctionStatus};
+use super::names::{self, FIELD_MANAGER, OwnerKind};
+use super::{KubeError, KubeOptions};
+use futures_util::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::finalizer::{Event as Finalizer, finalizer};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Client, Resource, ResourceExt};
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The finalizer on every Function.
+pub const FINALIZER: &str = "sless.kube5s.ru/function-cleanup";
+/// Requeue while a build runs (the Job watch usually comes first).
+pub const REQUEUE_BUILDING: Duration = Duration::from_secs(10);
+/// Requeue while the Deployment is not ready yet.
+pub const REQUEUE_STARTING: Duration = Duration::from_secs(5);
+/// Periodic requeue of Ready functions (self-healing).
+pub const REQUEUE_READY: Duration = Duration::from_secs(60);
+
+/// Shared state of the controllers.
+pub struct Ctx {
+    /// The API client.
+    pub client: Client,
+    /// Backend options.
+    pub opts: KubeOptions,
+    /// Publishes events on the custom resources.
+    pub recorder: Recorder,
+    /// Consecutive failures per object (for error backoff).
+    failures: Mutex<HashMap<String, u32>>,
+}
+
+impl Ctx {
+    /// A context for `client`.
+    pub fn new(client: Client, opts: KubeOptions) -> Ctx {
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: names::MANAGER.to_string(),
+                instance: std::env::var("POD_NAME").ok(),
+            },
+        );
+        Ctx {
+            client,
+            opts,
+            recorder,
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn reset_failures(&self, key: &str) {
+        if let Ok(mut f) = self.failures.lock() {
+            f.remove(key);
+        }
+    }
+
+    /// Backoff after a failed reconcile: 5 s doubling to at most 5 min.
+    pub fn failure_backoff(&self, key: &str) -> Duration {
+        let n = match self.failures.lock() {
+            Ok(mut f) => {
+                let n = f.entry(key.to_string()).or_insert(0);
+                *n = n.saturating_add(1);
+                *n
+            }
+            Err(_) => 1,
+        };
+        let secs = 5u64.saturating_mul(1 << n.min(6).saturating_sub(1));
+        Duration::from_secs(secs.min(300))
+    }
+
+    async fn event(&self, f: &Function, type_: EventType, reason: &str, note: String) {
+        let ev = Event {
+            type_,
+            reason: reason.to_string(),
+            note: Some(note),
+            action: "Reconcile".to_string(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&ev, &f.object_ref(&())).await {
+            tracing::warn!(error = %e, "cannot publish an event");
+        }
+    }
+}
+
+fn key_of(f: &Function) -> String {
+    format!("{}/{}", f.namespace().unwrap_or_default(), f.name_any())
+}
+
+/// Sets condition `type_` in `conds`, keeping its `lastTransitionTime` when
+/// its status did not change.
+pub fn set_condition(
+    conds: &mut Vec<Condition>,
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: &str,
+) {
+    let status_s = if status { "True" } else { "False" };
+    if let Some(c) = conds.iter_mut().find(|c| c.type_ == type_) {
+        if c.status != status_s {
+            c.last_transition_time = Time(Timestamp::now());
+        }
+        c.status = status_s.to_string();
+        c.reason = reason.to_string();
+        c.message = message.to_string();
+        return;
+    }
+    conds.push(Condition {
+        type_: type_.to_string(),
+        status: status_s.to_string(),
+        reason: reason.to_string(),
+        message: message.to_string(),
+        last_transition_time: Time(Timestamp::now()),
+        observed_generation: None,
+    });
+}
+
+/// True when two statuses differ in anything but condition timestamps.
+pub fn status_changed(a: &FunctionStatus, b: &FunctionStatus) -> bool {
+    let strip = |s: &FunctionStatus| {
+        let mut s = s.clone();
+        for c in &mut s.conditions {
+            c.last_transition_time = Time(Timestamp::UNIX_EPOCH);
+        }
+        s
+    };
+    strip(a) != strip(b)
+}
+
+/// Reconciles one Function (the finalizer wraps apply and cleanup).
+pub async fn reconcile(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
+    let ns = f.namespace().ok_or(KubeError::Incomplete("namespace"))?;
+    let api: Api<Function> = Api::namespaced(ctx.client.clone(), &ns);
+    let key = key_of(&f);
+    let action = finalizer(&api, FINALIZER, f, |ev| async {
+        match ev {
+            Finalizer::Apply(f) => apply(f, ctx.clone()).await,
+            Finalizer::Cleanup(f) => cleanup(f, ctx.clone()).await,
+        }
+    })
+    .await
+    .map_err(|e| KubeError::Finalizer(Box::new(e)))?;
+    ctx.reset_failures(&key);
+    Ok(action)
+}
+
+/// What to do after a failed reconcile: retry with a per-object backoff.
+pub fn error_policy(f: Arc<Function>, err: &KubeError, ctx: Arc<Ctx>) -> Action {
+    tracing::warn!(function = %key_of(&f), error = %err, "reconcile failed");
+    Action::requeue(ctx.failure_backoff(&key_of(&f)))
+}
+
+fn is_status(e: &kube::Error, code: u16) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == code)
+}
+
+async fn patch_status(
+    api: &Api<Function>,
+    name: &str,
+    old: &FunctionStatus,
+    new: &FunctionStatus,
+) -> Result<(), KubeError> {
+    if !status_changed(old, new) {
+        return Ok(());
+    }
+    let body = serde_json::json!({
+        "apiVersion": Function::api_version(&()),
+        "kind": Function::kind(&()),
+        "status": new,
+    });
+    api.patch_status(
+        name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&body),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The outcome of a finished Job: `Some(true)` succeeded, `Some(false)`
+/// failed (with the reason), `None` still running.
+pub fn job_outcome(job: &Job) -> Option<(bool, String)> {
+    let status = job.status.as_ref()?;
+    if status.succeeded.unwrap_or(0) > 0 {
+        return Some((true, String::new()));
+    }
+    let failed_cond = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| (c.type_ == "Failed" || c.type_ == "FailureTarget") && c.status == "True");
+    if let Some(c) = failed_cond {
+        let why = [c.reason.as_deref(), c.message.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(": ");
+        return Some((false, why));
+    }
+    if status.failed.unwrap_or(0) > 0 {
+        return Some((false, "the build pod failed".to_string()));
+    }
+    None
+}
+
+fn deployment_ready(d: &Deployment) -> bool {
+    let generation = d.metadata.generation.unwrap_or(0);
+    d.status.as_ref().is_some_and(|s| {
+        s.observed_generation.unwrap_or(0) >= generation
+            && s.updated_replicas.unwrap_or(0) >= 1
+            && s.available_replicas.unwrap_or(0) >= 1
+            && s.unavailable_replicas.unwrap_or(0) == 0
+    })
+}
+
+async fn apply(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
+    let ns = f.namespace().ok_or(KubeError::Incomplete("namespace"))?;
+    let name = f.name_any();
+    let api: Api<Function> = Api::namespaced(ctx.client.clone(), &ns);
+    let old = f.status.clone().unwrap_or_default();
+    let mut st = old.clone();
+
+    let Some(code) = f.spec.code.clone() else {
+        st.phase = Some("Pending".into());
+        st.message = Some("waiting for code".into());
+        patch_status(&api, &name, &old, &st).await?;
+        return Ok(Action::await_change());
+    };
+    let Some(runtime) = f.spec.runtime() else {
+        st.phase = Some("Failed".into());
+        st.message = Some(format!("unknown runtime {:?}", f.spec.runtime));
+        patch_status(&api, &name, &old, &st).await?;
+        return Ok(Action::await_change());
+    };
+    let deploy_ns = names::deploy_namespace(&ns);
+    let tag = names::image_tag(&code.key);
+    let image = names::image_ref(&ctx.opts.registry, &ns, &name, &tag);
+    let job_name = names::build_job_name(OwnerKind::Function, &name, &tag);
+    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &deploy_ns);
+
+    let current = st.build.clone().filter(|b| b.tag == tag);
+    let state = match current.map(|b| b.state) {
+        None => {
+            // New code key: start its build, exactly once.
+            let job = builders::kaniko_job(
+                &ctx.opts,
+                OwnerKind::Function,
+                &ns,
+                &name,
+                &tag,
+                &code.key,
+                &image,
+            );
+            match jobs.create(&PostParams::default(), &job).await {
+                Ok(_) => {}
+                Err(e) if is_status(&e, 409) => {}
+                Err(e) => return Err(e.into()),
+            }
+            st.build = Some(BuildStatus {
+                tag: tag.clone(),
+                job: job_name.clone(),
+                state: BuildState::Running,
+            });
+            st.phase = Some("Building".into());
+            st.message = Some(format!("building {image}"));
+            set_condition(
+                &mut st.conditions,
+                "Built",
+                false,
+                "Building",
+                &format!("kaniko Job {job_name}"),
+            );
+            set_condition(
+                &mut st.conditions,
+                "Ready",
+                false,
+                "Building",
+                "waiting for the build",
+            );
+            patch_status(&api, &name, &old, &st).await?;
+            ctx.event(
+                &f,
+                EventType::Normal,
+                "BuildStarted",
+                format!("building {image} in Job {deploy_ns}/{job_name}"),
+            )
+            .await;
+            return Ok(Action::requeue(REQUEUE_BUILDING));
+        }
+        Some(BuildState::Running) => match jobs.get_opt(&job_name).await? {
+            None => Some((
+                false,
+                format!("build Job {job_name} disappeared before finishing"),
+            )),
+            Some(job) => job_outcome(&job),
+        }
+        .map_or(BuildState::Running, |(ok, why)| {
+            if ok {
+                BuildState::Succeeded
+            } else {
+                st.message = Some(format!("build failed: {why}; see the build log"));
+                BuildState::Failed
+            }
+        }),
+        Some(s) => s,
+    };
+    if let Some(b) = st.build.as_mut() {
+        b.state = state;
+    }
+    match state {
+        BuildState::Running => {
+            patch_status(&api, &name, &old, &st).await?;
+            Ok(Action::requeue(REQUEUE_BUILDING))
+        }
+        BuildState::Failed => {
+            st.phase = Some("Failed".into());
+            set_condition(
+                &mut st.conditions,
+                "Built",
+                false,
+                "BuildFailed",
+                st.message.as_deref().unwrap_or(""),
+            );
+            set_condition(
+                &mut st.conditions,
+                "Ready",
+                false,
+                "BuildFailed",
+                "the build failed; waiting for new code",
+            );
+            if status_changed(&old, &st) {
+                ctx.event(
+                    &f,
+                    EventType::Warning,
+                    "BuildFailed",
+                    st.message.clone().unwrap_or_default(),
+                )
+                .await;
+            }
+            patch_status(&api, &name, &old, &st).await?;
+            // Only new code (a new tag) starts another build.
+            Ok(Action::await_change())
+        }
+        BuildState::Succeeded => {
+            let first_time = old
+                .build
+                .as_ref()
+                .is_none_or(|b| b.tag != tag || b.state != BuildState::Succeeded);
+            if first_time {
+                st.last_built_at = Some(Timestamp::now().to_string());
+                st.image_ref = Some(image.clone());
+                st.code_sha256 = Some(code.sha256.clone());
+                set_condition(&mut st.conditions, "Built", true, "Built", &image);
+                ctx.event(
+                    &f,
+                    EventType::Normal,
+                    "BuildSucceeded",
+                    format!("built {image}"),
+                )
+                .await;
+            }
+            deploy(&f, &ctx, &ns, &name, runtime, &image, &mut st).await?;
+            let ready = st.phase.as_deref() == Some("Ready");
+            if ready && old.phase.as_deref() != Some("Ready") {
+                ctx.event(
+                    &f,
+                    EventType::Normal,
+                    "Ready",
+                    "the function serves".to_string(),
+                )
+                .await;
+            }
+            patch_status(&api, &name, &old, &st).await?;
+            Ok(Action::requeue(if ready {
+                REQUEUE_READY
+            } else {
+                REQUEUE_STARTING
+            }))
+        }
+    }
+}
+
+async fn deploy(
+    f: &Function,
+    ctx: &Ctx,
+    ns: &str,
+    name: &str,
+    runtime: sless_wire::Runtime,
+    image: &str,
+    st: &mut FunctionStatus,
+) -> Result<(), KubeError> {
+    let deploy_ns = names::deploy_namespace(ns);
+    let w = Workload {
+        kind: OwnerKind::Function,
+        namespace: ns,
+        name,
+        runtime,
+        entrypoint: &f.spec.entrypoint,
+        env_vars: &f.spec.env_vars,
+        memory_mb: f.spec.memory_mb,
+        timeout_sec: f.spec.timeout_sec,
+        image,
+    };
+    let pp = PatchParams::apply(FIELD_MANAGER).force();
+    let wname = names::workload_name(OwnerKind::Function, name);
+    let deps: Api<Deployment> = Api::namespaced(ctx.client.clone(), &deploy_ns);
+    let applied = deps
+        .patch(
+            &wname,
+            &pp,
+            &Patch::Apply(&builders::deployment(&ctx.opts, &w)),
+        )
+        .await?;
+    let svcs: Api<Service> = Api::namespaced(ctx.client.clone(), &deploy_ns);
+    svcs.patch(
+        &wname,
+        &pp,
+        &Patch::Apply(&builders::workload_service(OwnerKind::Function, ns, name)),
+    )
+    .await?;
+    st.url = Some(builders::service_url(OwnerKind::Function, ns, name));
+    if deployment_ready(&applied) {
+        st.phase = Some("Ready".into());
+        st.message = None;
+        set_condition(
+            &mut st.conditions,
+            "Ready",
+            true,
+            "Available",
+            "the Deployment is available",
+        );
+    } else {
+        st.phase = Some("Building".into());
+        st.message = Some("starting".into());
+        set_condition(
+            &mut st.conditions,
+            "Ready",
+            false,
+            "Starting",
+            "waiting for the Deployment",
+        );
+    }
+    Ok(())
+}
+
+/// Deletes every child (build Jobs, Deployment, Service); tolerates children
+/// already gone and an apply that never ran.
+async fn cleanup(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
+    let ns = f.namespace().ok_or(KubeError::Incomplete("namespace"))?;
+    let name = f.name_any();
+    let deploy_ns = names::deploy_namespace(&ns);
+    let dp = DeleteParams::background();
+    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &deploy_ns);
+    let selector = names::owner_selector(OwnerKind::Function, &ns, &name);
+    match jobs
+        .delete_collection(&dp, &ListParams::default().labels(&selector))
+        .await
+    {
+        Ok(_) => {}
+        Err(e) if is_status(&e, 404) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let wname = names::workload_name(OwnerKind::Function, &name);
+    let deps: Api<Deployment> = Api::namespaced(ctx.client.clone(), &deploy_ns);
+    match deps.delete(&wname, &dp).await {
+        Ok(_) => {}
+        Err(e) if is_status(&e, 404) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let svcs: Api<Service> = Api::namespaced(ctx.client.clone(), &deploy_ns);
+    match svcs.delete(&wname, &dp).await {
+        Ok(_) => {}
+        Err(e) if is_status(&e, 404) => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(Action::await_change())
+}
+
+fn owner_ref<K: ResourceExt>(child: &K) -> Option<ObjectRef<Function>> {
+    names::owner_of(child.labels()).map(|(ns, name)| ObjectRef::new(&name).within(&ns))
+}
+
+/// Runs the Function controller until `shutdown` completes: watches
+/// Functions, and by owner label their Deployments, Services and build Jobs
+/// (so deleting a child by hand triggers a reconcile that recreates it).
+pub async fn run(ctx: Arc<Ctx>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
+    let client = ctx.client.clone();
+    let children = watcher::Config::default().labels(&names::kind_selector(OwnerKind::Function));
+    Controller::new(
+        Api::<Function>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .watches(
+        Api::<Deployment>::all(client.clone()),
+        children.clone(),
+        |d| owner_ref(&d),
+    )
+    .watches(Api::<Service>::all(client.clone()), children.clone(), |s| {
+        owner_ref(&s)
+    })
+    .watches(Api::<Job>::all(client), children, |j| owner_ref(&j))
+    .graceful_shutdown_on(shutdown)
+    .with_config(kube::runtime::controller::Config::default().concurrency(4))
+    .run(reconcile, error_policy, ctx)
+    .for_each(|res| async move {
+        if let Err(e) = res {
+            tracing::debug!(error = %e, "function controller event");
+        }
+    })
+    .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
+
+    #[test]
+    fn conditions_keep_their_time_unless_status_flips() {
+        let mut c = Vec::new();
+        set_condition(&mut c, "Ready", false, "Building", "x");
+        c[0].last_transition_time = Time(Timestamp::UNIX_EPOCH);
+        set_condition(&mut c, "Ready", false, "Starting", "y");
+        assert_eq!(c[0].last_transition_time, Time(Timestamp::UNIX_EPOCH));
+        assert_eq!(c[0].reason, "Starting");
+        set_condition(&mut c, "Ready", true, "Available", "");
+        assert_ne!(c[0].last_transition_time, Time(Timestamp::UNIX_EPOCH));
+        let a = FunctionStatus {
+            conditions: c.clone(),
+            ..Default::default()
+        };
+        let mut b = a.clone();
+        b.conditions[0].last_transition_time = Time(Timestamp::UNIX_EPOCH);
+        assert!(!status_changed(&a, &b), "timestamps alone are not a change");
+        b.phase = Some("Ready".into());
+        assert!(status_changed(&a, &b));
+    }
+
+    #[test]
+    fn job_outcomes() {
+        let mut j = Job::default();
+        assert_eq!(job_outcome(&j), None);
+        j.status = Some(JobStatus {
+            active: Some(1),
+            ..Default::default()
+        });
+        assert_eq!(job_outcome(&j), None);
+        j.status = Some(JobStatus {
+            succeeded: Some(1),
+            ..Default::default()
+        });
+        assert_eq!(job_outcome(&j), Some((true, String::new())));
+        j.status = Some(JobStatus {
+            failed: Some(1),
+            conditions: Some(vec![JobCondition {
+                type_: "Failed".into(),
+                status: "True".into(),
+                reason: Some("BackoffLimitExceeded".into()),
+                message: Some("Job has reached the specified backoff limit".into()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        });
+        let (ok, why) = job_outcome(&j).unwrap();
+        assert!(!ok && why.starts_with("BackoffLimitExceeded"));
+    }
+}
