@@ -27,6 +27,8 @@ pub enum Command {
     Token(TokenArgs),
     /// Prints the OpenAPI document of the REST API as JSON.
     Openapi,
+    /// Prints the CustomResourceDefinitions of the Kubernetes backend as YAML.
+    Crds,
 }
 
 /// The backend the operator drives.

@@ -49,6 +49,16 @@ fn main() -> ExitCode {
             println!("{}", openapi::document_json());
             ExitCode::SUCCESS
         }
+        Command::Crds => match sless_operator::kube::crd::all_crds_yaml() {
+            Ok(yaml) => {
+                print!("{yaml}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("sless-operator crds: {e}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
 
