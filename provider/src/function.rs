@@ -991,6 +991,49 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_runtime_change_rebuilds_in_place() {
+        let d = src();
+        std::fs::write(d.path().join("index.js"), "exports.handler = () => 1;\n").unwrap();
+        let cfg = config(d.path());
+        let prior = applied(&cfg);
+        let mut cfg2 = cfg.clone();
+        cfg2.runtime = v("nodejs20");
+        cfg2.entrypoint = v("index.handler");
+        let (planned, replace) = plan_update(&prior, &cfg2).await;
+        assert!(replace.is_empty());
+        assert!(planned.last_built_at.is_unknown());
+        assert_eq!(planned.id, prior.id);
+    }
+
+    #[tokio::test]
+    async fn a_token_for_another_namespace_replaces() {
+        let d = src();
+        let cfg = config(d.path());
+        let prior = applied(&cfg);
+        let r = FunctionResource::new(Shared::configured(Configured {
+            client: Client::new("http://127.0.0.1:9", "t", Duration::from_secs(1)).unwrap(),
+            sub: "bob".into(),
+            namespace: sless_wire::namespace_for_sub("bob"),
+            wait_timeout: Duration::from_secs(1),
+        }));
+        let mut diags = Diagnostics::default();
+        let (planned, _, replace) = r
+            .plan_update(
+                &mut diags,
+                prior.clone(),
+                proposed(&prior, &cfg),
+                cfg.clone(),
+                Value::Null,
+                Value::Null,
+            )
+            .await
+            .unwrap();
+        assert_eq!(replace, vec![AttributePath::new("namespace")]);
+        assert_eq!(planned.namespace, v(&sless_wire::namespace_for_sub("bob")));
+        assert!(planned.phase.is_unknown());
+    }
+
+    #[tokio::test]
     async fn removing_memory_from_config_returns_to_the_default() {
         let d = src();
         let mut cfg = config(d.path());

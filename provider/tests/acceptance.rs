@@ -442,6 +442,22 @@ impl Api {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
+    async fn patch(&self, name: &str, body: Value) {
+        let r = self
+            .http
+            .patch(format!(
+                "{}{}",
+                self.base,
+                sless_wire::paths::function(&self.ns, name)
+            ))
+            .bearer_auth(&self.token)
+            .json(&body)
+            .send()
+            .await
+            .expect("patch");
+        assert!(r.status().is_success(), "patch {name}: {}", r.status());
+    }
+
     async fn delete(&self, name: &str) {
         let r = self
             .http
@@ -715,10 +731,21 @@ async fn function_lifecycle_with_real_terraform() {
     let (code, plan) = tf.plan_code();
     assert_eq!(code, 0, "no changes after the fix:\n{plan}");
 
-    // 6. Deleted behind Terraform's back: the plan recreates it.
+    // 6. Drift: deleted behind Terraform's back, the plan recreates it;
+    //    env changed behind its back, the plan changes it back.
     api.delete("acc-node").await;
+    api.patch("acc-py", json!({ "env_vars": { "GREETING": "hacked" } }))
+        .await;
     let (code, plan) = tf.plan_code();
     assert_eq!(code, 2, "{plan}");
+    assert!(
+        flat(&plan).contains("sless_function.py will be updated in-place"),
+        "{plan}"
+    );
+    assert!(
+        flat(&plan).contains(r#""GREETING" = "hacked" -> "hello""#),
+        "{plan}"
+    );
     assert!(
         flat(&plan).contains("sless_function.node will be created"),
         "{plan}"
