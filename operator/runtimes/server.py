@@ -270,7 +270,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             result = self.invoker.call(event, context)
             status, out_headers, data = encode_response(result)
-        except Exception as exc:  # noqa: BLE001 - the contract: any exception is a 500
+        except BaseException as exc:  # noqa: BLE001 - the contract: any exception (even SystemExit) is a 500
             sys.stderr.write(
                 "sless: invocation %s failed:\n%s" % (context["requestId"], traceback.format_exc())
             )
@@ -321,7 +321,7 @@ def run_once(input_file, output_file):
         result = invoker.call(event, context)
         out = to_json_bytes({"ok": True, "result": result})
         code = 0
-    except Exception as exc:  # noqa: BLE001 - the contract: any exception is reported
+    except BaseException as exc:  # noqa: BLE001 - the contract: any exception is reported
         traceback.print_exc()
         out = to_json_bytes(dict(ok=False, **error_body(exc)))
         code = 1

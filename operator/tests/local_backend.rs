@@ -93,6 +93,20 @@ async fn invoke(b: &LocalBackend, name: &str, body: &serde_json::Value) -> (u16,
     (status, r.text().await.unwrap_or_default())
 }
 
+/// Invokes once, `None` on any transport error or when not ready.
+async fn try_invoke(b: &LocalBackend, name: &str) -> Option<(u16, String)> {
+    let t = b.invoke_target(NS, name).await.ok()?;
+    let r = reqwest::Client::new()
+        .post(format!("{}/", t.base_url))
+        .json(&serde_json::json!({}))
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await
+        .ok()?;
+    let status = r.status().as_u16();
+    Some((status, r.text().await.ok()?))
+}
+
 /// Invokes until it answers 200 (the process may be restarting).
 async fn invoke_until_ok(
     b: &LocalBackend,
@@ -663,5 +677,97 @@ async fn one_backend_per_data_dir() {
     b.shutdown().await;
     drop(b);
     let b = backend(tmp.path()).await;
+    b.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_change_rebuilds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = backend(tmp.path()).await;
+    let zip = zip_bytes(&[
+        ("main.py", b"def handler(event):\n    return 'python'\n"),
+        ("main.js", b"exports.handler = () => 'node';\n"),
+    ]);
+    b.create_function(NS, "poly", spec(Runtime::Python311, "main.handler"))
+        .await
+        .unwrap();
+    b.upload_code(NS, "poly", bundle(zip)).await.unwrap();
+    wait_phase(&b, "poly", Phase::Ready, Duration::from_secs(60)).await;
+    assert_eq!(
+        invoke(&b, "poly", &serde_json::json!({})).await.1,
+        "\"python\""
+    );
+    let f = b
+        .update_function(
+            NS,
+            "poly",
+            UpdateFunction {
+                runtime: Some("nodejs20".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(f.status.phase, Phase::Building);
+    // The old process keeps serving until the new one is ready.
+    let mut answers = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let f = b.get_function(NS, "poly").await.unwrap();
+        if let Some((200, body)) = try_invoke(&b, "poly").await {
+            answers.push(body);
+        }
+        if f.status.phase == Phase::Ready && answers.last().map(String::as_str) == Some("\"node\"")
+        {
+            break;
+        }
+        assert_ne!(f.status.phase, Phase::Failed, "{:?}", f.status);
+        assert!(Instant::now() < deadline, "no node answer: {answers:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let log = b.read_logs(NS, "poly", LogKind::Build, None).await.unwrap();
+    assert!(log.contains("for nodejs20"), "{log}");
+    b.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_interrupted_by_a_restart_is_redone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let (python, pip_pid) = hanging_pip_python(tmp.path());
+    let zip = zip_bytes(&[
+        (
+            "main.py",
+            b"import tinydep\n\ndef handler(event):\n    return tinydep.VALUE\n",
+        ),
+        ("requirements.txt", b"./tinydep-1.0-py3-none-any.whl\n"),
+        ("tinydep-1.0-py3-none-any.whl", &tiny_wheel()),
+    ]);
+    {
+        let mut opts = LocalOptions::new(&data);
+        opts.python = python;
+        let b = LocalBackend::start(opts).await.unwrap();
+        b.ensure_namespace(NS).await.unwrap();
+        b.create_function(NS, "f", spec(Runtime::Python311, "main.handler"))
+            .await
+            .unwrap();
+        b.upload_code(NS, "f", bundle(zip)).await.unwrap();
+        let pid = wait_pid_file(&pip_pid).await;
+        b.shutdown().await;
+        wait_dead(pid).await;
+    }
+    let b = LocalBackend::start(LocalOptions::new(&data)).await.unwrap();
+    wait_phase(&b, "f", Phase::Ready, Duration::from_secs(120)).await;
+    assert_eq!(
+        invoke(&b, "f", &serde_json::json!({})).await.1,
+        "\"from tinydep\""
+    );
+    // No half-built dependency dir was left or used.
+    for e in std::fs::read_dir(data.join("deps/python"))
+        .unwrap()
+        .flatten()
+    {
+        assert!(!e.file_name().to_string_lossy().starts_with(".tmp-"));
+    }
     b.shutdown().await;
 }

@@ -73,6 +73,9 @@ impl LocalOptions {
     }
 }
 
+/// How long a replaced process keeps serving after traffic switched away.
+const SWITCH_DRAIN: Duration = Duration::from_secs(1);
+
 type Key = (String, String);
 
 fn key(ns: &str, name: &str) -> Key {
@@ -513,6 +516,9 @@ impl Inner {
             &format!("ready: pid {} serving on 127.0.0.1:{}", proc.pid, proc.port),
         );
         if let Some(old) = old {
+            // Requests that picked the old process just before the switch
+            // still reach it; then it is stopped.
+            tokio::time::sleep(SWITCH_DRAIN).await;
             old.stop(self.opts.stop_grace).await;
         }
         self.prune_builds(&key, &sha);
