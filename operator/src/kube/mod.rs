@@ -93,30 +93,38 @@ pub enum KubeError {
     Store(#[from] object_store::Error),
 }
 
-/// Options for unit tests: a registry with a secret, MinIO-like S3, an
-/// nginx ingress on `fn.example.test`.
+impl KubeOptions {
+    /// Example options (used by tests and shown in the docs): a registry
+    /// with a pull secret, an S3-compatible endpoint, an nginx ingress on
+    /// `fn.example.test`, the operator in `sless-system`.
+    pub fn example() -> KubeOptions {
+        KubeOptions {
+            registry: "registry.test".into(),
+            registry_insecure: false,
+            registry_secret: Some("regcred".into()),
+            operator_namespace: "sless-system".into(),
+            object_store_secret: "sless-s3".into(),
+            s3: S3Options {
+                endpoint: Some("http://minio.sless-system:9000".into()),
+                bucket: "sless-code".into(),
+                region: "us-east-1".into(),
+                access_key_id: "test".into(),
+                secret_access_key: "test-secret".into(),
+                allow_http: true,
+            },
+            ingress: IngressOptions {
+                host: Some("fn.example.test".into()),
+                class: Some("nginx".into()),
+                scheme: "https".into(),
+                controller_namespace: Some("ingress-nginx".into()),
+            },
+            kaniko_image: KANIKO_IMAGE.into(),
+        }
+    }
+}
+
+/// [`KubeOptions::example`], for unit tests.
 #[cfg(test)]
 pub fn test_options() -> KubeOptions {
-    KubeOptions {
-        registry: "registry.test".into(),
-        registry_insecure: false,
-        registry_secret: Some("regcred".into()),
-        operator_namespace: "sless-system".into(),
-        object_store_secret: "sless-s3".into(),
-        s3: S3Options {
-            endpoint: Some("http://minio.sless-system:9000".into()),
-            bucket: "sless-code".into(),
-            region: "us-east-1".into(),
-            access_key_id: "test".into(),
-            secret_access_key: "test-secret".into(),
-            allow_http: true,
-        },
-        ingress: IngressOptions {
-            host: Some("fn.example.test".into()),
-            class: Some("nginx".into()),
-            scheme: "https".into(),
-            controller_namespace: Some("ingress-nginx".into()),
-        },
-        kaniko_image: KANIKO_IMAGE.into(),
-    }
+    KubeOptions::example()
 }
