@@ -107,3 +107,62 @@ async fn openapi_document_covers_the_api() {
     let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(printed, doc);
 }
+
+#[tokio::test]
+async fn json_logs_public_url_and_no_tokens_in_logs() {
+    let op = Operator::start_with(&[
+        "--log-format",
+        "json",
+        "--public-url",
+        "https://sless.example:9443/",
+    ]);
+    let c = op.client("logger");
+    let (code, body) = c
+        .create(serde_json::json!({
+            "name": "logged", "runtime": "python3.11", "entrypoint": "main.handler"
+        }))
+        .await;
+    assert_eq!(code, 201, "{body}");
+    // Returned URLs use the public URL.
+    let r = c
+        .req(reqwest::Method::POST, &paths::functions(&c.namespace))
+        .json(&serde_json::json!({
+            "name": "located", "runtime": "python3.11", "entrypoint": "main.handler"
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    assert_eq!(
+        r.headers()["location"],
+        format!(
+            "https://sless.example:9443{}",
+            paths::function(&c.namespace, "located")
+        )
+        .as_str()
+    );
+    // A rejected token is logged by reason, never by value.
+    let bad = format!("{}x", c.token);
+    let r = reqwest::Client::new()
+        .get(c.url(&paths::functions(&c.namespace)))
+        .bearer_auth(&bad)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+
+    let log = op.log();
+    let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(!lines.is_empty());
+    for line in &lines {
+        let v: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not a JSON log line ({e}): {line}"));
+        assert!(v["level"].is_string(), "{line}");
+    }
+    assert!(log.contains("sless-operator listening"), "{log}");
+    assert!(log.contains("request not authenticated"), "{log}");
+    assert!(!log.contains(&c.token), "a token was logged");
+    assert!(!log.contains(&bad), "a token was logged");
+    let signature = c.token.rsplit('.').next().unwrap();
+    assert!(!log.contains(signature), "a token signature was logged");
+}
