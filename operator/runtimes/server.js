@@ -38,16 +38,34 @@ function resolveModule(codeDir, modulePath) {
   return { file: null, tried };
 }
 
-// Loads a module: CommonJS through require, ES modules (.mjs, or .js under a
-// package.json with "type": "module") through import() of a file URL.
+// The "type" of the nearest package.json above `file` (Node's own rule).
+function packageType(file) {
+  let dir = path.dirname(file);
+  for (;;) {
+    try {
+      const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
+      return pkg && typeof pkg.type === 'string' ? pkg.type : 'commonjs';
+    } catch (err) {
+      if (!err || err.code !== 'ENOENT') return 'commonjs';
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir) return 'commonjs';
+    dir = parent;
+  }
+}
+
+// Loads a module: ES modules (.mjs, or .js under a package.json with
+// "type": "module") through import() of a file URL, CommonJS through require.
 async function loadModule(file) {
-  if (file.endsWith('.mjs')) {
+  const esm = file.endsWith('.mjs') || (file.endsWith('.js') && packageType(file) === 'module');
+  if (esm) {
     return import(pathToFileURL(file).href);
   }
   try {
     return require(file);
   } catch (err) {
-    if (err && err.code === 'ERR_REQUIRE_ESM') {
+    // ES module syntax in a file Node treats as CommonJS.
+    if (err && (err.code === 'ERR_REQUIRE_ESM' || err.code === 'ERR_REQUIRE_ASYNC_MODULE')) {
       return import(pathToFileURL(file).href);
     }
     throw err;

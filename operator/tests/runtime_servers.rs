@@ -101,6 +101,11 @@ fn fixture() -> Fixture {
     )
     .unwrap();
     std::fs::write(
+        code.join("esm/tla.js"),
+        "await new Promise((r) => setTimeout(r, 10));\nexport const handler = () => 'top-level await';\n",
+    )
+    .unwrap();
+    std::fs::write(
         code.join("legacy.cjs"),
         "module.exports = { handler: () => 'cjs' };\n",
     )
@@ -500,6 +505,7 @@ async fn node_module_kinds() {
     for (entry, want) in [
         ("mod.handler", json!({"esm": "mjs", "method": "POST"})),
         ("esm/app.handler", json!({"esm": "type-module"})),
+        ("esm/tla.handler", json!("top-level await")),
         ("legacy.handler", json!("cjs")),
     ] {
         let s = Server::start(&fx, Lang::Node, entry);
