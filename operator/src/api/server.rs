@@ -20,11 +20,9 @@ pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Why `serve` could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    /// The Kubernetes backend was asked for.
-    #[error(
-        "the Kubernetes backend (--backend kube) is not available in this build yet; use --backend local"
-    )]
-    KubeUnavailable,
+    /// The Kubernetes backend's options are incomplete or wrong.
+    #[error("{0}")]
+    KubeOptions(String),
     /// A file system operation failed.
     #[error("{context}: {source}")]
     Io {
@@ -57,9 +55,10 @@ fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServeErr
 
 /// Runs the operator until SIGTERM/SIGINT.
 pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
-    if args.backend == BackendKind::Kube {
-        return Err(ServeError::KubeUnavailable);
-    }
+    let kube_options = match args.backend {
+        BackendKind::Kube => Some(args.kube.to_options().map_err(ServeError::KubeOptions)?),
+        BackendKind::Local => None,
+    };
     if let Some(url) = &args.public_url
         && !(url.starts_with("http://") || url.starts_with("https://"))
     {
@@ -90,7 +89,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         .local_addr()
         .map_err(io_err("reading the bound address"))?;
 
-    let backend = start_backend(&data_dir).await?;
+    let backend = start_backend(&data_dir, kube_options).await?;
     let public_url = args
         .public_url
         .clone()
@@ -109,6 +108,12 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     tracing::info!(%addr, %public_url, data_dir = %data_dir.display(), "sless-operator listening");
 
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    // No Nagle delay: proxied responses are streamed in several writes.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+    });
     let server = axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),
@@ -152,7 +157,13 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     result
 }
 
-async fn start_backend(data_dir: &Path) -> Result<Arc<dyn Backend>, ServeError> {
+async fn start_backend(
+    data_dir: &Path,
+    kube: Option<crate::kube::KubeOptions>,
+) -> Result<Arc<dyn Backend>, ServeError> {
+    if let Some(opts) = kube {
+        return Ok(Arc::new(crate::kube::KubeBackend::connect(opts).await?));
+    }
     let backend = LocalBackend::start(LocalOptions::new(data_dir)).await?;
     Ok(Arc::new(backend))
 }
