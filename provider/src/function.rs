@@ -419,6 +419,15 @@ impl Resource for FunctionResource {
             );
         }
         if let Value::Value(m) = &config.env_vars {
+            for (k, val) in m {
+                if val.is_null() {
+                    diags.error(
+                        "Invalid env_vars",
+                        format!("{k} is null: give it a value or remove it"),
+                        AttributePath::new("env_vars").key(k.clone()),
+                    );
+                }
+            }
             // Check the names even when some values are still unknown.
             let known: BTreeMap<String, String> = m
                 .iter()
@@ -712,6 +721,20 @@ impl Resource for FunctionResource {
             return Some((state.resolve_unknowns(), private));
         }
         Some((state, private))
+    }
+
+    async fn import<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        id: String,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        diags.root_error(
+            "Import is not supported",
+            format!(
+                "sless_function never adopts an existing function ({id}): delete it on the operator or choose another name, then apply."
+            ),
+        );
+        None
     }
 
     async fn destroy<'a>(
@@ -1136,6 +1159,17 @@ mod tests {
             mutate(&mut cfg);
             assert_eq!(validate_errors(cfg).await, vec![path]);
         }
+    }
+
+    #[tokio::test]
+    async fn null_env_values_are_rejected_with_their_key() {
+        let d = src();
+        let mut cfg = config(d.path());
+        cfg.env_vars = Value::Value(BTreeMap::from([("FOO".to_string(), Value::Null)]));
+        assert_eq!(
+            validate_errors(cfg).await,
+            vec![AttributePath::new("env_vars").key("FOO")]
+        );
     }
 
     #[tokio::test]
