@@ -771,3 +771,73 @@ async fn a_build_interrupted_by_a_restart_is_redone() {
     }
     b.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_function_sees_only_its_own_environment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = backend(tmp.path()).await;
+    let zip = support::zip_of(&[(
+        "main.py",
+        "import os\n\ndef handler(event):\n    return dict(os.environ)\n",
+    )]);
+    let mut s = spec(Runtime::Python311, "main.handler");
+    s.env_vars = [("B_VAR", "2"), ("A_VAR", "1")]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    s.timeout_sec = 12;
+    b.create_function(NS, "env", s).await.unwrap();
+    b.upload_code(NS, "env", bundle(zip)).await.unwrap();
+    let f = wait_phase(&b, "env", Phase::Ready, Duration::from_secs(60)).await;
+    let (code, body) = invoke(&b, "env", &serde_json::json!({})).await;
+    assert_eq!(code, 200);
+    let env: std::collections::BTreeMap<String, String> = serde_json::from_str(&body).unwrap();
+    let allowed = [
+        "PATH",
+        "HOME",
+        "LANG",
+        "A_VAR",
+        "B_VAR",
+        "SLESS_ENTRYPOINT",
+        "SLESS_FUNCTION",
+        "SLESS_NAMESPACE",
+        "SLESS_CODE_DIR",
+        "SLESS_HOST",
+        "SLESS_PORT",
+        "SLESS_TIMEOUT_SEC",
+        "SLESS_MEMORY_MB",
+        // CPython may set this itself (PEP 538 locale coercion).
+        "LC_CTYPE",
+    ];
+    // A pyenv shim (as on some dev machines) adds its own variables.
+    let shim = |k: &str| {
+        k.starts_with("PYENV")
+            || k.starts_with("_PYENV")
+            || ["PWD", "OLDPWD", "SHLVL", "_"].contains(&k)
+    };
+    for k in [
+        "RUST_BACKTRACE",
+        "CARGO",
+        "CARGO_MANIFEST_DIR",
+        "SSL_CERT_FILE",
+        "TF_CLI_CONFIG_FILE",
+    ] {
+        assert!(!env.contains_key(k), "{k} leaked in");
+    }
+    for k in env.keys().filter(|k| !shim(k)) {
+        assert!(
+            allowed.contains(&k.as_str()),
+            "unexpected variable {k} leaked in: {env:?}"
+        );
+    }
+    assert_eq!(env["A_VAR"], "1");
+    assert_eq!(env["SLESS_ENTRYPOINT"], "main.handler");
+    assert_eq!(env["SLESS_FUNCTION"], "env");
+    assert_eq!(env["SLESS_NAMESPACE"], NS);
+    assert_eq!(env["SLESS_HOST"], "127.0.0.1");
+    assert_eq!(env["SLESS_TIMEOUT_SEC"], "12");
+    assert_eq!(env["SLESS_MEMORY_MB"], "256");
+    let sha = f.status.code_sha256.unwrap();
+    assert!(env["SLESS_CODE_DIR"].ends_with(&format!("builds/{NS}/env/{}/src", &sha[..12])));
+    b.shutdown().await;
+}
