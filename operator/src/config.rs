@@ -36,7 +36,7 @@ pub enum Command {
 pub enum BackendKind {
     /// Functions run as processes on this machine (embedded mode).
     Local,
-    /// Functions run on a Kubernetes cluster (not in this build yet).
+    /// Functions run on a Kubernetes cluster (see docs/kubernetes.md).
     Kube,
 }
 
@@ -77,6 +77,10 @@ pub struct ServeArgs {
 
     #[command(flatten)]
     pub auth: AuthArgs,
+
+    /// Options of `--backend kube`.
+    #[command(flatten)]
+    pub kube: Box<crate::kube::args::KubeArgs>,
 }
 
 /// Token verification options of `serve`.

@@ -9,6 +9,7 @@
 //! owner, so they carry owner labels instead of owner references; controllers
 //! watch them by label and delete them in their finalizers.
 
+pub mod args;
 pub mod backend;
 pub mod builders;
 pub mod context;
