@@ -21,7 +21,7 @@ use kube::api::{
 use kube::{Client, ResourceExt};
 use sless_wire::function::{FunctionStatus as WireStatus, LogKind, NamespaceInfo};
 use sless_wire::{Phase, UpdateFunction, paths};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -36,6 +36,9 @@ pub struct KubeBackend {
     store: CodeStore,
     stop: watch::Sender<bool>,
     controllers: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Namespaces fully set up by this process (deploy namespace, policy,
+    /// secrets); later calls only check that the user namespace exists.
+    ensured: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for KubeBackend {
@@ -153,6 +156,7 @@ impl KubeBackend {
             store,
             stop,
             controllers: Mutex::new(Vec::new()),
+            ensured: Mutex::new(HashSet::new()),
         }
     }
 
@@ -267,6 +271,13 @@ impl Backend for KubeBackend {
             .await
             .map_err(|e| map_kube_error(e, "namespace", namespace, namespace))?
             .is_some();
+        let known = self.ensured.lock().is_ok_and(|e| e.contains(namespace));
+        if existed && known {
+            return Ok(NamespaceInfo {
+                namespace: namespace.to_string(),
+                created: false,
+            });
+        }
         let pp = PatchParams::apply(FIELD_MANAGER).force();
         let deploy_ns = names::deploy_namespace(namespace);
         for ns in [
@@ -296,6 +307,9 @@ impl Backend for KubeBackend {
             builders::OBJECT_STORE_SECRET,
         )
         .await?;
+        if let Ok(mut e) = self.ensured.lock() {
+            e.insert(namespace.to_string());
+        }
         Ok(NamespaceInfo {
             namespace: namespace.to_string(),
             created: !existed,

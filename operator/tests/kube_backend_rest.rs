@@ -1,0 +1,468 @@
+//! The REST API over the Kubernetes backend, wired to a scripted API server:
+//! the requests the backend makes for each call, and how API-server errors
+//! reach the client ("invalid" → 400, "already exists" → 409, not found →
+//! 404; never a 500 for input).
+
+mod kube_mock;
+
+use axum::body::Body;
+use http::{Method, Request, StatusCode};
+use kube_mock::{Step, finish, start, status_body};
+use object_store::memory::InMemory;
+use serde_json::{Value, json};
+use sless_operator::api::{AppState, proxy, router};
+use sless_operator::auth::{LocalKey, Verifier};
+use sless_operator::backend::Backend;
+use sless_operator::config::AuthArgs;
+use sless_operator::kube::objstore::CodeStore;
+use sless_operator::kube::{KubeBackend, KubeOptions};
+use std::sync::Arc;
+use std::time::Duration;
+use tower::ServiceExt;
+
+const SUB: &str = "alice@example.com";
+
+fn ns() -> String {
+    sless_wire::namespace_for_sub(SUB)
+}
+
+fn fn_uri(rest: &str) -> String {
+    format!(
+        "/apis/sless.kube5s.ru/v1alpha1/namespaces/{}/functions{rest}",
+        ns()
+    )
+}
+
+fn function_json(name: &str, phase: Option<&str>) -> Value {
+    let mut f = json!({
+        "apiVersion": "sless.kube5s.ru/v1alpha1", "kind": "Function",
+        "metadata": {"name": name, "namespace": ns(), "resourceVersion": "5",
+                     "creationTimestamp": "2026-12-02T10:00:00Z",
+                     "annotations": {"sless.kube5s.ru/updated-at": "2026-12-02T10:00:05Z"}},
+        "spec": {"runtime": "python3.11", "entrypoint": "main.handler",
+                 "envVars": {"A": "1"}, "memoryMb": 256, "timeoutSec": 30,
+                 "code": {"key": "code/x/aaaa.python3.11.tar.gz", "sha256": "aaaa"}},
+    });
+    if let Some(p) = phase {
+        f["status"] = json!({"phase": p, "imageRef": "registry.test/x/y:0123456789ab"});
+    }
+    f
+}
+
+struct Rest {
+    app: axum::Router,
+    token: String,
+    _dir: tempfile::TempDir,
+}
+
+async fn rest(client: kube::Client) -> Rest {
+    let dir = tempfile::tempdir().unwrap();
+    let auth = Verifier::from_args(&AuthArgs::default(), dir.path())
+        .await
+        .unwrap();
+    let token = LocalKey::load_or_create(dir.path())
+        .unwrap()
+        .mint(SUB, Duration::from_secs(600))
+        .unwrap();
+    let backend = KubeBackend::new(
+        client,
+        KubeOptions::example(),
+        CodeStore::new(Arc::new(InMemory::new())),
+    );
+    let state = AppState {
+        backend: Arc::new(backend),
+        auth: Arc::new(auth),
+        proxy: proxy::client().unwrap(),
+        public_url: "http://operator.test".into(),
+    };
+    Rest {
+        app: router(state),
+        token,
+        _dir: dir,
+    }
+}
+
+impl Rest {
+    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("authorization", format!("Bearer {}", self.token));
+        let body = match body {
+            Some(b) => {
+                req = req.header("content-type", "application/json");
+                Body::from(serde_json::to_vec(&b).unwrap())
+            }
+            None => Body::empty(),
+        };
+        let resp = self
+            .app
+            .clone()
+            .oneshot(req.body(body).unwrap())
+            .await
+            .unwrap();
+        let status = resp.status();
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+}
+
+async fn scenario(steps: Vec<Step>, f: impl AsyncFnOnce(&Rest)) -> kube_mock::Outcome {
+    let (client, task) = start(steps);
+    let r = rest(client).await;
+    tokio::time::timeout(Duration::from_secs(10), f(&r))
+        .await
+        .expect("request hung");
+    drop(r);
+    finish(task).await
+}
+
+/// What `ensure_namespace` does the first time: the user and deploy
+/// namespaces, the NetworkPolicy, the registry and object-store secrets
+/// copied from the operator's namespace. Later calls only check the
+/// namespace exists.
+fn ensure_steps(first: bool) -> Vec<Step> {
+    let n = ns();
+    let d = format!("sless-fn-{n}");
+    let apply = "?&force=true&fieldManager=sless-operator";
+    if !first {
+        return vec![
+            Step::new(Method::GET, format!("/api/v1/namespaces/{n}")).answer(
+                200,
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}),
+            ),
+        ];
+    }
+    let secret = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "sless-system"},
+               "type": "Opaque", "data": {"k": "dg=="}})
+    };
+    let nn = n.clone();
+    vec![
+        Step::new(Method::GET, format!("/api/v1/namespaces/{n}"))
+            .answer(404, status_body(404, "NotFound", "namespaces not found")),
+        Step::new(Method::PATCH, format!("/api/v1/namespaces/{n}{apply}")),
+        Step::new(Method::PATCH, format!("/api/v1/namespaces/{d}{apply}")).check(move |b| {
+            assert_eq!(b["metadata"]["labels"]["sless.kube5s.ru/owner-namespace"], nn);
+        }),
+        Step::new(Method::PATCH, format!("/apis/networking.k8s.io/v1/namespaces/{d}/networkpolicies/sless-default-deny{apply}"))
+            .check(|b| assert_eq!(b["spec"]["policyTypes"][0], "Ingress")),
+        Step::new(Method::GET, "/api/v1/namespaces/sless-system/secrets/regcred").answer(200, secret("regcred")),
+        Step::new(Method::PATCH, format!("/api/v1/namespaces/{d}/secrets/sless-registry{apply}"))
+            .check(|b| assert_eq!(b["data"]["k"], "dg==")),
+        Step::new(Method::GET, "/api/v1/namespaces/sless-system/secrets/sless-s3").answer(200, secret("sless-s3")),
+        Step::new(Method::PATCH, format!("/api/v1/namespaces/{d}/secrets/sless-object-store{apply}")),
+    ]
+}
+
+fn create_body() -> Value {
+    json!({"name": "hello", "runtime": "python3.11", "entrypoint": "main.handler", "env_vars": {"B": "2"}, "memory_mb": 256})
+}
+
+#[tokio::test]
+async fn create_writes_a_function_resource_in_the_user_namespace() {
+    let mut steps = ensure_steps(true);
+    steps.push(Step::new(Method::POST, fn_uri("?")).status(201).check(|b| {
+        assert_eq!(b["kind"], "Function");
+        assert_eq!(b["metadata"]["name"], "hello");
+        assert_eq!(b["spec"]["runtime"], "python3.11");
+        assert_eq!(b["spec"]["memoryMb"], 256);
+        assert_eq!(b["spec"]["timeoutSec"], 30);
+        assert_eq!(b["spec"]["envVars"]["B"], "2");
+        assert!(b["spec"]["code"].is_null());
+    }));
+    let out = scenario(steps, async |r| {
+        let (status, body) = r
+            .call(
+                Method::POST,
+                &sless_wire::paths::functions(&ns()),
+                Some(create_body()),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        assert_eq!(body["name"], "hello");
+        assert_eq!(body["status"]["phase"], "Pending");
+        assert_eq!(body["spec"]["memory_mb"], 256);
+    })
+    .await;
+    out.assert_complete();
+}
+
+#[tokio::test]
+async fn already_exists_is_409_and_invalid_is_400_never_500() {
+    let mut steps = ensure_steps(true);
+    steps.extend([Step::new(Method::POST, fn_uri("?")).answer(
+        409,
+        status_body(
+            409,
+            "AlreadyExists",
+            "functions.sless.kube5s.ru \"hello\" already exists",
+        ),
+    )]);
+    steps.extend(ensure_steps(false));
+    steps.extend([Step::new(Method::POST, fn_uri("?")).answer(
+        422,
+        status_body(
+            422,
+            "Invalid",
+            "Function.sless.kube5s.ru \"hello\" is invalid: spec.memoryMb: Invalid value",
+        ),
+    )]);
+    steps.extend(ensure_steps(false));
+    steps.push(Step::new(Method::POST, fn_uri("?")).answer(
+        404,
+        status_body(404, "NotFound", "namespaces \"x\" not found"),
+    ));
+    let out = scenario(steps, async |r| {
+        let path = sless_wire::paths::functions(&ns());
+        let (status, body) = r.call(Method::POST, &path, Some(create_body())).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{body}");
+        assert_eq!(body["error"]["code"], "already_exists");
+        let (status, body) = r.call(Method::POST, &path, Some(create_body())).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("memoryMb"),
+            "{body}"
+        );
+        let (status, body) = r.call(Method::POST, &path, Some(create_body())).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("namespace"),
+            "{body}"
+        );
+    })
+    .await;
+    out.assert_complete();
+}
+
+#[tokio::test]
+async fn get_list_and_missing_function() {
+    let out = scenario(
+        vec![
+            Step::new(Method::GET, fn_uri("/hello")).answer(200, function_json("hello", Some("Ready"))),
+            Step::new(Method::GET, fn_uri("/nope"))
+                .answer(404, status_body(404, "NotFound", "functions.sless.kube5s.ru \"nope\" not found")),
+            Step::new(Method::GET, fn_uri("?")).answer(
+                200,
+                json!({"apiVersion": "sless.kube5s.ru/v1alpha1", "kind": "FunctionList", "metadata": {},
+                       "items": [function_json("zeta", None), function_json("alpha", Some("Building"))]}),
+            ),
+        ],
+        async |r| {
+            let (status, body) = r.call(Method::GET, &sless_wire::paths::function(&ns(), "hello"), None).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            assert_eq!(body["status"]["phase"], "Ready");
+            assert_eq!(body["status"]["code_sha256"], "aaaa");
+            assert_eq!(body["status"]["image_ref"], "registry.test/x/y:0123456789ab");
+            assert_eq!(body["created_at"], "2026-12-02T10:00:00Z");
+            assert_eq!(body["updated_at"], "2026-12-02T10:00:05Z");
+            let (status, body) = r.call(Method::GET, &sless_wire::paths::function(&ns(), "nope"), None).await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+            let (status, body) = r.call(Method::GET, &sless_wire::paths::functions(&ns()), None).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            let names: Vec<&str> = body["items"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+            assert_eq!(names, ["alpha", "zeta"], "sorted by name");
+        },
+    )
+    .await;
+    out.assert_complete();
+}
+
+#[tokio::test]
+async fn partial_update_keeps_other_fields_and_the_code() {
+    let out = scenario(
+        vec![
+            Step::new(Method::GET, fn_uri("/hello"))
+                .answer(200, function_json("hello", Some("Ready"))),
+            Step::new(Method::GET, fn_uri("/hello"))
+                .answer(200, function_json("hello", Some("Ready"))),
+            Step::new(Method::PUT, fn_uri("/hello?")).check(|b| {
+                assert_eq!(
+                    b["metadata"]["resourceVersion"], "5",
+                    "optimistic concurrency"
+                );
+                assert_eq!(b["spec"]["memoryMb"], 512);
+                assert_eq!(b["spec"]["envVars"]["A"], "1", "absent env_vars kept");
+                assert_eq!(b["spec"]["entrypoint"], "main.handler");
+                assert_eq!(
+                    b["spec"]["code"]["key"], "code/x/aaaa.python3.11.tar.gz",
+                    "no rebuild"
+                );
+            }),
+        ],
+        async |r| {
+            let (status, body) = r
+                .call(
+                    Method::PATCH,
+                    &sless_wire::paths::function(&ns(), "hello"),
+                    Some(json!({"memory_mb": 512})),
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            assert_eq!(body["spec"]["memory_mb"], 512);
+            assert_eq!(body["spec"]["env_vars"]["A"], "1");
+        },
+    )
+    .await;
+    out.assert_complete();
+}
+
+#[tokio::test]
+async fn bad_update_is_400_before_touching_the_resource() {
+    let out = scenario(
+        vec![
+            Step::new(Method::GET, fn_uri("/hello"))
+                .answer(200, function_json("hello", Some("Ready"))),
+        ],
+        async |r| {
+            let (status, body) = r
+                .call(
+                    Method::PATCH,
+                    &sless_wire::paths::function(&ns(), "hello"),
+                    Some(json!({"memory_mb": 1})),
+                )
+                .await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+            assert_eq!(body["error"]["field"], "memory_mb");
+        },
+    )
+    .await;
+    out.assert_complete();
+}
+
+#[tokio::test]
+async fn update_conflict_is_retried_with_a_fresh_read() {
+    let out = scenario(
+        vec![
+            Step::new(Method::GET, fn_uri("/hello")).answer(200, function_json("hello", None)),
+            Step::new(Method::GET, fn_uri("/hello")).answer(200, function_json("hello", None)),
+            Step::new(Method::PUT, fn_uri("/hello?")).answer(
+                409,
+                status_body(409, "Conflict", "the object has been modified"),
+            ),
+            Step::new(Method::GET, fn_uri("/hello")).answer(200, function_json("hello", None)),
+            Step::new(Method::PUT, fn_uri("/hello?"))
+                .check(|b| assert_eq!(b["spec"]["timeoutSec"], 60)),
+        ],
+        async |r| {
+            let (status, body) = r
+                .call(
+                    Method::PATCH,
+                    &sless_wire::paths::function(&ns(), "hello"),
+                    Some(json!({"timeout_sec": 60})),
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        },
+    )
+    .await;
+    out.assert_complete();
+}
+
+#[tokio::test]
+async fn delete_deletes_the_resource_and_missing_is_404() {
+    let out = scenario(
+        vec![
+            Step::new(Method::DELETE, fn_uri("/hello?"))
+                .check(|b| assert_eq!(b["propagationPolicy"], "Background"))
+                .answer(200, function_json("hello", Some("Ready"))),
+            Step::new(Method::DELETE, fn_uri("/gone?")).answer(
+                404,
+                status_body(
+                    404,
+                    "NotFound",
+                    "functions.sless.kube5s.ru \"gone\" not found",
+                ),
+            ),
+        ],
+        async |r| {
+            let (status, _) = r
+                .call(
+                    Method::DELETE,
+                    &sless_wire::paths::function(&ns(), "hello"),
+                    None,
+                )
+                .await;
+            assert_eq!(status, StatusCode::NO_CONTENT);
+            let (status, _) = r
+                .call(
+                    Method::DELETE,
+                    &sless_wire::paths::function(&ns(), "gone"),
+                    None,
+                )
+                .await;
+            assert_eq!(status, StatusCode::NOT_FOUND);
+        },
+    )
+    .await;
+    out.assert_complete();
+}
+
+#[tokio::test]
+async fn function_being_deleted_reads_as_deleting_and_is_not_invoked() {
+    let mut deleting = function_json("hello", Some("Ready"));
+    deleting["metadata"]["deletionTimestamp"] = json!("2026-12-02T11:00:00Z");
+    deleting["metadata"]["finalizers"] = json!(["sless.kube5s.ru/function-cleanup"]);
+    let out = scenario(
+        vec![
+            Step::new(Method::GET, fn_uri("/hello")).answer(200, deleting.clone()),
+            Step::new(Method::GET, fn_uri("/hello")).answer(200, deleting),
+        ],
+        async |r| {
+            let (status, body) = r
+                .call(
+                    Method::GET,
+                    &sless_wire::paths::function(&ns(), "hello"),
+                    None,
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK);
+            assert_eq!(body["status"]["phase"], "Deleting");
+            let (status, _) = r
+                .call(
+                    Method::POST,
+                    &sless_wire::paths::function_invoke(&ns(), "hello"),
+                    Some(json!({})),
+                )
+                .await;
+            assert_eq!(status, StatusCode::NOT_FOUND);
+        },
+    )
+    .await;
+    out.assert_complete();
+}
+
+#[tokio::test]
+async fn invoke_target_is_the_in_cluster_service_once_ready() {
+    let (client, task) = start(vec![
+        Step::new(Method::GET, fn_uri("/hello")).answer(200, function_json("hello", Some("Ready"))),
+        Step::new(Method::GET, fn_uri("/hello"))
+            .answer(200, function_json("hello", Some("Building"))),
+    ]);
+    let b = KubeBackend::new(
+        client,
+        KubeOptions::example(),
+        CodeStore::new(Arc::new(InMemory::new())),
+    );
+    let t = b.invoke_target(&ns(), "hello").await.unwrap();
+    assert_eq!(
+        t.base_url,
+        format!("http://fn-hello.sless-fn-{}.svc.cluster.local", ns())
+    );
+    assert_eq!(t.timeout, Duration::from_secs(30));
+    let err = b.invoke_target(&ns(), "hello").await.unwrap_err();
+    assert!(matches!(err, sless_operator::Error::NotReady(_)), "{err}");
+    drop(b);
+    finish(task).await.assert_complete();
+}
