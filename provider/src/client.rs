@@ -4,7 +4,9 @@
 
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use sless_wire::{
-    ApiError, CreateFunction, ErrorBody, ErrorCode, Function, NamespaceInfo, UpdateFunction, paths,
+    ApiError, CreateFunction, CreateJob, CreateService, CreateTrigger, ErrorBody, ErrorCode,
+    Function, Job, NamespaceInfo, Service, Trigger, UpdateFunction, UpdateJob, UpdateService,
+    UpdateTrigger, paths,
 };
 use std::time::Duration;
 
@@ -230,19 +232,91 @@ impl Client {
             .await
     }
 
+    /// `POST path` with a JSON body, decoding the JSON answer.
+    async fn post_json<B: serde::Serialize, T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<T, ClientError> {
+        self.json(Method::POST, path, self.req(Method::POST, path).json(body))
+            .await
+    }
+
+    /// `PATCH path` with a JSON body, decoding the JSON answer.
+    async fn patch_json<B: serde::Serialize, T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<T, ClientError> {
+        self.json(
+            Method::PATCH,
+            path,
+            self.req(Method::PATCH, path).json(body),
+        )
+        .await
+    }
+
+    /// `GET path`; `None` on 404.
+    async fn get_opt<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+    ) -> Result<Option<T>, ClientError> {
+        match self
+            .json(Method::GET, path, self.req(Method::GET, path))
+            .await
+        {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.is_code(ErrorCode::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `DELETE path`; false when it was already gone (404).
+    async fn delete_path(&self, path: &str) -> Result<bool, ClientError> {
+        match self
+            .send(Method::DELETE, path, self.req(Method::DELETE, path))
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if e.is_code(ErrorCode::NotFound) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `PUT path?sha256=&source_hash=` with a zip as the body.
+    async fn put_code<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        zip: Vec<u8>,
+        sha256: &str,
+        source_hash: &str,
+    ) -> Result<T, ClientError> {
+        let rb = self
+            .req(Method::PUT, path)
+            .query(&[("sha256", sha256), ("source_hash", source_hash)])
+            .header(reqwest::header::CONTENT_TYPE, "application/zip")
+            .body(zip);
+        self.json(Method::PUT, path, rb).await
+    }
+
+    /// `GET path` with a query, as text.
+    async fn get_text(&self, path: &str, query: &[(&str, &str)]) -> Result<String, ClientError> {
+        let rb = self.req(Method::GET, path).query(query);
+        let resp = self.send(Method::GET, path, rb).await?;
+        resp.text().await.map_err(|e| ClientError::Decode {
+            method: Method::GET,
+            path: path.to_string(),
+            reason: chain(&e),
+        })
+    }
+
     /// `POST /v1/namespaces/{ns}/functions`.
     pub async fn create_function(
         &self,
         ns: &str,
         body: &CreateFunction,
     ) -> Result<Function, ClientError> {
-        let path = paths::functions(ns);
-        self.json(
-            Method::POST,
-            &path,
-            self.req(Method::POST, &path).json(body),
-        )
-        .await
+        self.post_json(&paths::functions(ns), body).await
     }
 
     /// `GET /v1/namespaces/{ns}/functions/{name}`; `None` on 404.
@@ -251,15 +325,7 @@ impl Client {
         ns: &str,
         name: &str,
     ) -> Result<Option<Function>, ClientError> {
-        let path = paths::function(ns, name);
-        match self
-            .json(Method::GET, &path, self.req(Method::GET, &path))
-            .await
-        {
-            Ok(f) => Ok(Some(f)),
-            Err(e) if e.is_code(ErrorCode::NotFound) => Ok(None),
-            Err(e) => Err(e),
-        }
+        self.get_opt(&paths::function(ns, name)).await
     }
 
     /// `PATCH /v1/namespaces/{ns}/functions/{name}`.
@@ -269,27 +335,13 @@ impl Client {
         name: &str,
         body: &UpdateFunction,
     ) -> Result<Function, ClientError> {
-        let path = paths::function(ns, name);
-        self.json(
-            Method::PATCH,
-            &path,
-            self.req(Method::PATCH, &path).json(body),
-        )
-        .await
+        self.patch_json(&paths::function(ns, name), body).await
     }
 
     /// `DELETE /v1/namespaces/{ns}/functions/{name}`; false when it was
     /// already gone (404).
     pub async fn delete_function(&self, ns: &str, name: &str) -> Result<bool, ClientError> {
-        let path = paths::function(ns, name);
-        match self
-            .send(Method::DELETE, &path, self.req(Method::DELETE, &path))
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(e) if e.is_code(ErrorCode::NotFound) => Ok(false),
-            Err(e) => Err(e),
-        }
+        self.delete_path(&paths::function(ns, name)).await
     }
 
     /// `PUT .../code?sha256=&source_hash=` with the zip as the body.
@@ -301,13 +353,8 @@ impl Client {
         sha256: &str,
         source_hash: &str,
     ) -> Result<Function, ClientError> {
-        let path = paths::function_code(ns, name);
-        let rb = self
-            .req(Method::PUT, &path)
-            .query(&[("sha256", sha256), ("source_hash", source_hash)])
-            .header(reqwest::header::CONTENT_TYPE, "application/zip")
-            .body(zip);
-        self.json(Method::PUT, &path, rb).await
+        self.put_code(&paths::function_code(ns, name), zip, sha256, source_hash)
+            .await
     }
 
     /// The last `tail` lines of the build log.
@@ -317,17 +364,143 @@ impl Client {
         name: &str,
         tail: usize,
     ) -> Result<String, ClientError> {
-        let path = paths::function_logs(ns, name);
         let tail = tail.to_string();
-        let rb = self
-            .req(Method::GET, &path)
-            .query(&[("kind", "build"), ("tail", tail.as_str())]);
-        let resp = self.send(Method::GET, &path, rb).await?;
-        resp.text().await.map_err(|e| ClientError::Decode {
-            method: Method::GET,
-            path,
-            reason: chain(&e),
-        })
+        self.get_text(
+            &paths::function_logs(ns, name),
+            &[("kind", "build"), ("tail", tail.as_str())],
+        )
+        .await
+    }
+
+    /// `POST /v1/namespaces/{ns}/triggers`.
+    pub async fn create_trigger(
+        &self,
+        ns: &str,
+        body: &CreateTrigger,
+    ) -> Result<Trigger, ClientError> {
+        self.post_json(&paths::triggers(ns), body).await
+    }
+
+    /// `GET /v1/namespaces/{ns}/triggers/{name}`; `None` on 404.
+    pub async fn get_trigger(&self, ns: &str, name: &str) -> Result<Option<Trigger>, ClientError> {
+        self.get_opt(&paths::trigger(ns, name)).await
+    }
+
+    /// `PATCH /v1/namespaces/{ns}/triggers/{name}`.
+    pub async fn update_trigger(
+        &self,
+        ns: &str,
+        name: &str,
+        body: &UpdateTrigger,
+    ) -> Result<Trigger, ClientError> {
+        self.patch_json(&paths::trigger(ns, name), body).await
+    }
+
+    /// `DELETE /v1/namespaces/{ns}/triggers/{name}`; false when already gone.
+    pub async fn delete_trigger(&self, ns: &str, name: &str) -> Result<bool, ClientError> {
+        self.delete_path(&paths::trigger(ns, name)).await
+    }
+
+    /// `POST /v1/namespaces/{ns}/jobs`.
+    pub async fn create_job(&self, ns: &str, body: &CreateJob) -> Result<Job, ClientError> {
+        self.post_json(&paths::jobs(ns), body).await
+    }
+
+    /// `GET /v1/namespaces/{ns}/jobs/{name}`; `None` on 404.
+    pub async fn get_job(&self, ns: &str, name: &str) -> Result<Option<Job>, ClientError> {
+        self.get_opt(&paths::job(ns, name)).await
+    }
+
+    /// `PATCH /v1/namespaces/{ns}/jobs/{name}` (any change reruns the job).
+    pub async fn update_job(
+        &self,
+        ns: &str,
+        name: &str,
+        body: &UpdateJob,
+    ) -> Result<Job, ClientError> {
+        self.patch_json(&paths::job(ns, name), body).await
+    }
+
+    /// `DELETE /v1/namespaces/{ns}/jobs/{name}`; false when already gone.
+    pub async fn delete_job(&self, ns: &str, name: &str) -> Result<bool, ClientError> {
+        self.delete_path(&paths::job(ns, name)).await
+    }
+
+    /// `PUT .../jobs/{name}/code?sha256=&source_hash=`: builds and runs.
+    pub async fn upload_job_code(
+        &self,
+        ns: &str,
+        name: &str,
+        zip: Vec<u8>,
+        sha256: &str,
+        source_hash: &str,
+    ) -> Result<Job, ClientError> {
+        self.put_code(&paths::job_code(ns, name), zip, sha256, source_hash)
+            .await
+    }
+
+    /// The last `tail` lines of a job's build and run output.
+    pub async fn job_log(&self, ns: &str, name: &str, tail: usize) -> Result<String, ClientError> {
+        let tail = tail.to_string();
+        self.get_text(&paths::job_logs(ns, name), &[("tail", tail.as_str())])
+            .await
+    }
+
+    /// `POST /v1/namespaces/{ns}/services`.
+    pub async fn create_service(
+        &self,
+        ns: &str,
+        body: &CreateService,
+    ) -> Result<Service, ClientError> {
+        self.post_json(&paths::services(ns), body).await
+    }
+
+    /// `GET /v1/namespaces/{ns}/services/{name}`; `None` on 404.
+    pub async fn get_service(&self, ns: &str, name: &str) -> Result<Option<Service>, ClientError> {
+        self.get_opt(&paths::service(ns, name)).await
+    }
+
+    /// `PATCH /v1/namespaces/{ns}/services/{name}`.
+    pub async fn update_service(
+        &self,
+        ns: &str,
+        name: &str,
+        body: &UpdateService,
+    ) -> Result<Service, ClientError> {
+        self.patch_json(&paths::service(ns, name), body).await
+    }
+
+    /// `DELETE /v1/namespaces/{ns}/services/{name}`; false when already gone.
+    pub async fn delete_service(&self, ns: &str, name: &str) -> Result<bool, ClientError> {
+        self.delete_path(&paths::service(ns, name)).await
+    }
+
+    /// `PUT .../services/{name}/code?sha256=&source_hash=`: builds and starts.
+    pub async fn upload_service_code(
+        &self,
+        ns: &str,
+        name: &str,
+        zip: Vec<u8>,
+        sha256: &str,
+        source_hash: &str,
+    ) -> Result<Service, ClientError> {
+        self.put_code(&paths::service_code(ns, name), zip, sha256, source_hash)
+            .await
+    }
+
+    /// The last `tail` lines of a service's build log.
+    pub async fn service_log(
+        &self,
+        ns: &str,
+        name: &str,
+        tail: usize,
+    ) -> Result<String, ClientError> {
+        let tail = tail.to_string();
+        self.get_text(
+            &paths::service_logs(ns, name),
+            &[("kind", "build"), ("tail", tail.as_str())],
+        )
+        .await
     }
 
     /// The authenticated invoke URL of a function.

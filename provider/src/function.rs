@@ -2,21 +2,18 @@
 //! and only when something changed), and create/read/update/delete against
 //! the operator with waits until the function is Ready or gone.
 
-use crate::client::{ClientError, chain};
-use crate::diag::{field_error, field_path};
-use crate::provider::{Configured, Shared, TIMEOUT_SEC_LIMIT};
-use crate::source::{Snapshot, check_dir, sha256_hex};
+use crate::client::chain;
+use crate::code::{Package, package, plan_hash};
+use crate::fields::{self, api_error, attr, env_at_apply, opt};
+use crate::provider::{Configured, Shared};
 use crate::wait::{self, WaitError};
 use serde::{Deserialize, Serialize};
 use sless_wire::limits::{MEMORY_MB_DEFAULT, TIMEOUT_SEC_DEFAULT};
-use sless_wire::{CreateFunction, ErrorCode, Function, Runtime, UpdateFunction, validate};
+use sless_wire::{CreateFunction, ErrorCode, Function, Runtime, UpdateFunction};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use tf_provider::schema::{
-    Attribute, AttributeConstraint, AttributeType, Block, Description, Schema,
-};
+use tf_provider::schema::{AttributeConstraint, AttributeType, Block, Description, Schema};
 use tf_provider::value::{Value, ValueEmpty};
 use tf_provider::{AttributePath, Diagnostics, Resource};
 
@@ -129,9 +126,6 @@ impl FunctionState {
 
     /// Copies what the operator reports into the computed attributes.
     fn fill_from(mut self, f: &Function, invoke_url: String) -> Self {
-        fn opt(v: &Option<String>) -> Value<String> {
-            v.clone().map_or(Value::Null, Value::Value)
-        }
         self.id = Value::Value(format!("{}/{}", f.namespace, f.name));
         self.namespace = Value::Value(f.namespace.clone());
         self.phase = Value::Value(f.status.phase.as_str().to_string());
@@ -144,59 +138,10 @@ impl FunctionState {
     }
 }
 
-/// The env map when every key and value is known (null → empty).
-fn known_env(v: &Value<BTreeMap<String, Value<String>>>) -> Option<BTreeMap<String, String>> {
-    match v {
-        Value::Null => Some(BTreeMap::new()),
-        Value::Unknown => None,
-        Value::Value(m) => m
-            .iter()
-            .map(|(k, v)| match v {
-                Value::Value(s) => Some((k.clone(), s.clone())),
-                Value::Null => Some((k.clone(), String::new())),
-                Value::Unknown => None,
-            })
-            .collect(),
-    }
-}
-
 /// The `sless_function` resource.
 #[derive(Debug, Clone)]
 pub struct FunctionResource {
     shared: Shared,
-}
-
-fn attr(t: AttributeType, c: AttributeConstraint, doc: &str) -> Attribute {
-    Attribute {
-        attr_type: t,
-        description: Description::markdown(doc),
-        constraint: c,
-        sensitive: false,
-        deprecated: false,
-    }
-}
-
-/// Reads `source_dir` and adds a pathed diagnostic when that fails.
-fn snapshot(diags: &mut Diagnostics, dir: &str) -> Option<Snapshot> {
-    match Snapshot::read(Path::new(dir)) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            diags.error(
-                "Cannot read source_dir",
-                e.to_string(),
-                AttributePath::new("source_dir"),
-            );
-            None
-        }
-    }
-}
-
-/// Adds a diagnostic for an API error, pointing at the field it names.
-fn api_error(diags: &mut Diagnostics, summary: String, e: &ClientError) {
-    match e.api_error().and_then(|a| a.field.clone()) {
-        Some(field) => diags.error(summary, e.to_string(), field_path(&field)),
-        None => diags.root_error(summary, chain(e)),
-    }
 }
 
 impl FunctionResource {
@@ -223,47 +168,7 @@ impl FunctionResource {
     }
 
     fn wait_timeout(state: &FunctionState, c: &Configured) -> Duration {
-        match state.wait_timeout_sec {
-            Value::Value(n) if n > 0 => Duration::from_secs(n as u64),
-            _ => c.wait_timeout,
-        }
-    }
-
-    /// Reads the folder at apply time, checks it still has the planned hash,
-    /// and zips it. Returns the zip and its sha256.
-    fn package(
-        diags: &mut Diagnostics,
-        planned: &FunctionState,
-    ) -> Option<(Vec<u8>, String, String)> {
-        let dir = planned.source_dir.as_ref_option()?.clone();
-        let snap = snapshot(diags, &dir)?;
-        let hash = snap.hash();
-        if let Value::Value(want) = &planned.code_hash
-            && *want != hash
-        {
-            diags.error(
-                    "source_dir changed after the plan",
-                    format!(
-                        "The content of {dir} hashed to {want} at plan time and to {hash} now. Run terraform plan/apply again so the plan shows what is deployed."
-                    ),
-                    AttributePath::new("source_dir"),
-                );
-            return None;
-        }
-        match snap.zip() {
-            Ok(zip) => {
-                let sha = sha256_hex(&zip);
-                Some((zip, sha, hash))
-            }
-            Err(e) => {
-                diags.error(
-                    "Cannot zip source_dir",
-                    e.to_string(),
-                    AttributePath::new("source_dir"),
-                );
-                None
-            }
-        }
+        fields::wait_timeout(&state.wait_timeout_sec, c.wait_timeout)
     }
 
     /// Waits for Ready and turns a failure into a diagnostic that carries the
@@ -368,84 +273,21 @@ impl Resource for FunctionResource {
     }
 
     async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
-        for name in COMPUTED_ONLY {
-            if !config.computed_only(name).is_null() {
-                diags.error(
-                    format!("{name} cannot be set"),
-                    format!(
-                        "{name} is computed by the provider; remove it from the configuration."
-                    ),
-                    AttributePath::new(name),
-                );
-            }
-        }
-        if let Value::Value(n) = &config.name
-            && let Err(e) = validate::name("name", n)
-        {
-            field_error(diags, "Invalid function name", &e);
-        }
-        let runtime = match &config.runtime {
-            Value::Value(r) => match validate::runtime("runtime", r) {
-                Ok(r) => Some(r),
-                Err(e) => {
-                    field_error(diags, "Unsupported runtime", &e);
-                    None
-                }
-            },
-            _ => None,
-        };
-        if let (Some(rt), Value::Value(ep)) = (runtime, &config.entrypoint)
-            && let Err(e) = validate::entrypoint("entrypoint", rt, ep)
-        {
-            field_error(diags, "Invalid entrypoint", &e);
-        }
-        if let Value::Value(m) = config.memory_mb
-            && let Err(e) = validate::memory_mb("memory_mb", m)
-        {
-            field_error(diags, "Invalid memory_mb", &e);
-        }
-        if let Value::Value(t) = config.timeout_sec
-            && let Err(e) = validate::timeout_sec("timeout_sec", t)
-        {
-            field_error(diags, "Invalid timeout_sec", &e);
-        }
-        if let Value::Value(w) = config.wait_timeout_sec
-            && !(1..=TIMEOUT_SEC_LIMIT).contains(&w)
-        {
-            diags.error(
-                "Invalid wait_timeout_sec",
-                format!("{w} is out of range: must be between 1 and {TIMEOUT_SEC_LIMIT} seconds"),
-                AttributePath::new("wait_timeout_sec"),
-            );
-        }
-        if let Value::Value(m) = &config.env_vars {
-            for (k, val) in m {
-                if val.is_null() {
-                    diags.error(
-                        "Invalid env_vars",
-                        format!("{k} is null: give it a value or remove it"),
-                        AttributePath::new("env_vars").key(k.clone()),
-                    );
-                }
-            }
-            // Check the names even when some values are still unknown.
-            let known: BTreeMap<String, String> = m
-                .iter()
-                .map(|(k, v)| (k.clone(), v.as_ref_option().cloned().unwrap_or_default()))
-                .collect();
-            if let Err(e) = validate::env_vars("env_vars", &known) {
-                field_error(diags, "Invalid env_vars", &e);
-            }
-        }
-        if let Value::Value(dir) = &config.source_dir
-            && let Err(e) = check_dir(Path::new(dir))
-        {
-            diags.error(
-                "Invalid source_dir",
-                e.to_string(),
-                AttributePath::new("source_dir"),
-            );
-        }
+        let set: Vec<(&str, bool)> = COMPUTED_ONLY
+            .iter()
+            .map(|n| (*n, !config.computed_only(n).is_null()))
+            .collect();
+        fields::check_computed_only(diags, &set);
+        fields::check_name(diags, "function", &config.name);
+        fields::check_entrypoint(diags, &config.runtime, &config.entrypoint);
+        fields::check_limits(
+            diags,
+            config.memory_mb,
+            config.timeout_sec,
+            config.wait_timeout_sec,
+        );
+        fields::check_env_vars(diags, &config.env_vars);
+        fields::check_source_dir(diags, &config.source_dir);
         Some(())
     }
 
@@ -479,17 +321,7 @@ impl Resource for FunctionResource {
         let mut s = state;
         s.runtime = Value::Value(runtime_str(f.spec.runtime));
         s.entrypoint = Value::Value(f.spec.entrypoint.clone());
-        s.env_vars = if f.spec.env_vars.is_empty() && s.env_vars.is_null() {
-            Value::Null
-        } else {
-            Value::Value(
-                f.spec
-                    .env_vars
-                    .iter()
-                    .map(|(k, v)| (k.clone(), Value::Value(v.clone())))
-                    .collect(),
-            )
-        };
+        s.env_vars = fields::env_from_api(&f.spec.env_vars, &s.env_vars);
         if let Some(h) = &f.status.source_hash {
             s.code_hash = Value::Value(h.clone());
         }
@@ -506,7 +338,7 @@ impl Resource for FunctionResource {
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
         let mut planned = proposed;
         apply_defaults(&mut planned, &config);
-        planned.code_hash = plan_hash(diags, &planned)?;
+        planned.code_hash = plan_hash(diags, &planned.source_dir)?;
         planned.unknown_build_outputs();
         // Where the function will live is known as soon as the provider is
         // configured and the name is known.
@@ -525,7 +357,7 @@ impl Resource for FunctionResource {
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
         let mut planned = proposed;
         apply_defaults(&mut planned, &config);
-        planned.code_hash = plan_hash(diags, &planned)?;
+        planned.code_hash = plan_hash(diags, &planned.source_dir)?;
         let mut replace = Vec::new();
         if planned.name != prior.name {
             replace.push(AttributePath::new("name"));
@@ -569,15 +401,11 @@ impl Resource for FunctionResource {
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
         let c: Arc<Configured> = self.shared.get(diags)?;
-        let (zip, sha, _hash) = Self::package(diags, &planned)?;
+        let Package {
+            zip, sha256: sha, ..
+        } = package(diags, &planned.source_dir, &planned.code_hash)?;
         let name = planned.name.as_ref_option().cloned().unwrap_or_default();
-        let Some(env) = known_env(&planned.env_vars) else {
-            diags.error_short(
-                "env_vars are not known at apply time",
-                AttributePath::new("env_vars"),
-            );
-            return None;
-        };
+        let env = env_at_apply(diags, &planned.env_vars)?;
         let body = CreateFunction {
             name: Some(name.clone()),
             runtime: planned.runtime.as_ref_option().cloned(),
@@ -660,13 +488,7 @@ impl Resource for FunctionResource {
             patch.entrypoint = planned.entrypoint.as_ref_option().cloned();
         }
         if planned.env_vars != prior.env_vars {
-            let Some(env) = known_env(&planned.env_vars) else {
-                diags.error_short(
-                    "env_vars are not known at apply time",
-                    AttributePath::new("env_vars"),
-                );
-                return None;
-            };
+            let env = env_at_apply(diags, &planned.env_vars)?;
             patch.env_vars = Some(env);
         }
         if planned.memory_mb != prior.memory_mb {
@@ -678,7 +500,7 @@ impl Resource for FunctionResource {
         let upload = planned.code_hash != prior.code_hash
             || prior.phase.as_ref_option().map(String::as_str) != Some(READY);
         let package = if upload {
-            Some(Self::package(diags, &planned)?)
+            Some(package(diags, &planned.source_dir, &planned.code_hash)?)
         } else {
             None
         };
@@ -696,7 +518,12 @@ impl Resource for FunctionResource {
             }
         }
         let mut sha = None;
-        if let Some((zip, zip_sha, hash)) = package {
+        if let Some(Package {
+            zip,
+            sha256: zip_sha,
+            hash,
+        }) = package
+        {
             match c.client.upload_code(&ns, &name, zip, &zip_sha, &hash).await {
                 Ok(f) => state = state.fill_from(&f, url.clone()),
                 Err(e) => {
@@ -775,19 +602,12 @@ fn apply_defaults(planned: &mut FunctionState, config: &FunctionState) {
     }
 }
 
-/// The plan-time `code_hash`: unknown while `source_dir` is unknown.
-fn plan_hash(diags: &mut Diagnostics, planned: &FunctionState) -> Option<Value<String>> {
-    match &planned.source_dir {
-        Value::Value(dir) => Some(Value::Value(snapshot(diags, dir)?.hash())),
-        Value::Unknown => Some(Value::Unknown),
-        Value::Null => Some(Value::Null),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::client::Client;
+    use crate::source::Snapshot;
+    use std::path::Path;
     use tf_provider::AttributePathStep;
 
     type Mutation = fn(&mut FunctionState);

@@ -3,12 +3,15 @@
 //! `sless_namespace` data source.
 
 pub mod client;
+pub mod code;
 pub mod diag;
+pub mod fields;
 pub mod function;
 pub mod namespace;
 pub mod provider;
 pub mod source;
 pub mod token;
+pub mod trigger;
 pub mod wait;
 
 use std::process::ExitCode;

@@ -6,6 +6,7 @@ use crate::client::{self, Client, ClientError};
 use crate::function::FunctionResource;
 use crate::namespace::NamespaceDataSource;
 use crate::token;
+use crate::trigger::TriggerResource;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -309,6 +310,10 @@ impl Provider for SlessProvider {
         m.insert(
             "function".into(),
             Box::new(FunctionResource::new(self.shared.clone())),
+        );
+        m.insert(
+            "trigger".into(),
+            Box::new(TriggerResource::new(self.shared.clone())),
         );
         Some(m)
     }

@@ -134,3 +134,104 @@ pub async fn until_gone(
         delay = next_delay(delay);
     }
 }
+
+/// What one look at a resource being waited for says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Look<T> {
+    /// The wait is over: the resource is where it should be.
+    Done(T),
+    /// The resource reached a state it will not leave by itself; the reason.
+    Failed(T, String),
+    /// Not there yet; a short description of what was seen.
+    Waiting(T, String),
+}
+
+/// How a [`poll`] ended (a client error ends it as `Err`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome<T> {
+    /// [`Look::Done`] was seen.
+    Done(T),
+    /// [`Look::Failed`] was seen, with its reason.
+    Failed(T, String),
+    /// The resource answered 404.
+    Gone,
+    /// The timeout passed first.
+    TimedOut {
+        /// Seconds waited.
+        waited_sec: u64,
+        /// What was last seen ("not read yet" when nothing was).
+        last_seen: String,
+        /// The resource as last read.
+        last: Option<T>,
+    },
+}
+
+/// Calls `look` (a GET of the resource, `None` on 404, classified) with a
+/// growing delay until it is done, failed, gone, or `timeout` passed.
+pub async fn poll<T, F, Fut>(timeout: Duration, mut look: F) -> Result<Outcome<T>, ClientError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Option<Look<T>>, ClientError>>,
+{
+    let start = Instant::now();
+    let mut delay = Duration::from_millis(200);
+    loop {
+        let (last, seen) = match look().await? {
+            None => return Ok(Outcome::Gone),
+            Some(Look::Done(t)) => return Ok(Outcome::Done(t)),
+            Some(Look::Failed(t, why)) => return Ok(Outcome::Failed(t, why)),
+            Some(Look::Waiting(t, seen)) => (t, seen),
+        };
+        if start.elapsed() >= timeout {
+            return Ok(Outcome::TimedOut {
+                waited_sec: start.elapsed().as_secs(),
+                last_seen: seen,
+                last: Some(last),
+            });
+        }
+        tokio::time::sleep(delay.min(timeout.saturating_sub(start.elapsed()))).await;
+        delay = next_delay(delay);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn poll_stops_at_done_and_reports_the_last_look_on_timeout() {
+        let mut n = 0;
+        let out = poll(Duration::from_secs(5), || {
+            n += 1;
+            let n = n;
+            async move {
+                Ok(Some(if n < 3 {
+                    Look::Waiting(n, format!("look {n}"))
+                } else {
+                    Look::Done(n)
+                }))
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(out, Outcome::Done(3));
+        let out = poll(Duration::from_millis(300), || async {
+            Ok(Some(Look::Waiting(1, "phase Building".to_string())))
+        })
+        .await
+        .unwrap();
+        match out {
+            Outcome::TimedOut {
+                last_seen, last, ..
+            } => {
+                assert_eq!(last_seen, "phase Building");
+                assert_eq!(last, Some(1));
+            }
+            other => panic!("{other:?}"),
+        }
+        let out: Outcome<()> = poll(Duration::from_secs(1), || async { Ok(None) })
+            .await
+            .unwrap();
+        assert_eq!(out, Outcome::Gone);
+    }
+}

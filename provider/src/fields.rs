@@ -1,0 +1,387 @@
+//! Attribute helpers shared by the resources: schema attributes, the checks
+//! every resource runs at validate time (names, env vars, limits, source
+//! folders, computed-only attributes), and turning API errors into pathed
+//! diagnostics.
+
+use crate::client::{ClientError, chain};
+use crate::diag::{field_error, field_path};
+use crate::provider::{Configured, TIMEOUT_SEC_LIMIT};
+use crate::source::check_dir;
+use crate::wait::{Look, Outcome, poll};
+use sless_wire::{Runtime, validate};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+use tf_provider::schema::{Attribute, AttributeConstraint, AttributeType, Description};
+use tf_provider::value::Value;
+use tf_provider::{AttributePath, Diagnostics};
+
+/// A Terraform map of strings as it arrives in state and config.
+pub type EnvMap = Value<BTreeMap<String, Value<String>>>;
+
+/// A non-sensitive attribute with a markdown description.
+pub fn attr(t: AttributeType, c: AttributeConstraint, doc: &str) -> Attribute {
+    Attribute {
+        attr_type: t,
+        description: Description::markdown(doc),
+        constraint: c,
+        sensitive: false,
+        deprecated: false,
+    }
+}
+
+/// Adds a diagnostic for an API error, pointing at the field it names.
+pub fn api_error(diags: &mut Diagnostics, summary: String, e: &ClientError) {
+    match e.api_error().and_then(|a| a.field.clone()) {
+        Some(field) => diags.error(summary, e.to_string(), field_path(&field)),
+        None => diags.root_error(summary, chain(e)),
+    }
+}
+
+/// The env map when every key and value is known (null → empty).
+pub fn known_env(v: &EnvMap) -> Option<BTreeMap<String, String>> {
+    match v {
+        Value::Null => Some(BTreeMap::new()),
+        Value::Unknown => None,
+        Value::Value(m) => m
+            .iter()
+            .map(|(k, v)| match v {
+                Value::Value(s) => Some((k.clone(), s.clone())),
+                Value::Null => Some((k.clone(), String::new())),
+                Value::Unknown => None,
+            })
+            .collect(),
+    }
+}
+
+/// Like [`known_env`], adding an error when a value is still unknown at apply time.
+pub fn env_at_apply(diags: &mut Diagnostics, v: &EnvMap) -> Option<BTreeMap<String, String>> {
+    let env = known_env(v);
+    if env.is_none() {
+        diags.error_short(
+            "env_vars are not known at apply time",
+            AttributePath::new("env_vars"),
+        );
+    }
+    env
+}
+
+/// The env map the operator reports, as state: an empty map stays null when
+/// the state had none (so a config without `env_vars` shows no diff).
+pub fn env_from_api(api: &BTreeMap<String, String>, state: &EnvMap) -> EnvMap {
+    if api.is_empty() && state.is_null() {
+        Value::Null
+    } else {
+        Value::Value(
+            api.iter()
+                .map(|(k, v)| (k.clone(), Value::Value(v.clone())))
+                .collect(),
+        )
+    }
+}
+
+/// Errors for computed-only attributes set in the configuration.
+pub fn check_computed_only(diags: &mut Diagnostics, attrs: &[(&str, bool)]) {
+    for (name, set) in attrs {
+        if *set {
+            diags.error(
+                format!("{name} cannot be set"),
+                format!("{name} is computed by the provider; remove it from the configuration."),
+                AttributePath::new(name.to_string()),
+            );
+        }
+    }
+}
+
+/// Checks a resource name (DNS-1123 label).
+pub fn check_name(diags: &mut Diagnostics, kind: &str, name: &Value<String>) {
+    if let Value::Value(n) = name
+        && let Err(e) = validate::name("name", n)
+    {
+        field_error(diags, &format!("Invalid {kind} name"), &e);
+    }
+}
+
+/// Checks the runtime; returns it when known and supported.
+pub fn check_runtime(diags: &mut Diagnostics, runtime: &Value<String>) -> Option<Runtime> {
+    match runtime {
+        Value::Value(r) => match validate::runtime("runtime", r) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                field_error(diags, "Unsupported runtime", &e);
+                None
+            }
+        },
+        _ => None,
+    }
+}
+
+/// Checks a `module.function` entrypoint against the runtime.
+pub fn check_entrypoint(diags: &mut Diagnostics, runtime: &Value<String>, ep: &Value<String>) {
+    if let (Some(rt), Value::Value(ep)) = (check_runtime(diags, runtime), ep)
+        && let Err(e) = validate::entrypoint("entrypoint", rt, ep)
+    {
+        field_error(diags, "Invalid entrypoint", &e);
+    }
+}
+
+/// Checks `memory_mb`, `timeout_sec` and `wait_timeout_sec`.
+pub fn check_limits(
+    diags: &mut Diagnostics,
+    memory: Value<i64>,
+    timeout: Value<i64>,
+    wait: Value<i64>,
+) {
+    if let Value::Value(m) = memory
+        && let Err(e) = validate::memory_mb("memory_mb", m)
+    {
+        field_error(diags, "Invalid memory_mb", &e);
+    }
+    if let Value::Value(t) = timeout
+        && let Err(e) = validate::timeout_sec("timeout_sec", t)
+    {
+        field_error(diags, "Invalid timeout_sec", &e);
+    }
+    if let Value::Value(w) = wait
+        && !(1..=TIMEOUT_SEC_LIMIT).contains(&w)
+    {
+        diags.error(
+            "Invalid wait_timeout_sec",
+            format!("{w} is out of range: must be between 1 and {TIMEOUT_SEC_LIMIT} seconds"),
+            AttributePath::new("wait_timeout_sec"),
+        );
+    }
+}
+
+/// Checks env var names and values, even when some values are still unknown.
+pub fn check_env_vars(diags: &mut Diagnostics, env: &EnvMap) {
+    let Value::Value(m) = env else {
+        return;
+    };
+    for (k, val) in m {
+        if val.is_null() {
+            diags.error(
+                "Invalid env_vars",
+                format!("{k} is null: give it a value or remove it"),
+                AttributePath::new("env_vars").key(k.clone()),
+            );
+        }
+    }
+    let known: BTreeMap<String, String> = m
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_ref_option().cloned().unwrap_or_default()))
+        .collect();
+    if let Err(e) = validate::env_vars("env_vars", &known) {
+        field_error(diags, "Invalid env_vars", &e);
+    }
+}
+
+/// Checks that `source_dir` is an existing folder.
+pub fn check_source_dir(diags: &mut Diagnostics, dir: &Value<String>) {
+    if let Value::Value(d) = dir
+        && let Err(e) = check_dir(Path::new(d))
+    {
+        diags.error(
+            "Invalid source_dir",
+            e.to_string(),
+            AttributePath::new("source_dir"),
+        );
+    }
+}
+
+/// The namespace recorded in state, else the provider's.
+pub fn namespace_of(state: &Value<String>, c: &Configured) -> String {
+    state
+        .as_ref_option()
+        .cloned()
+        .unwrap_or_else(|| c.namespace.clone())
+}
+
+/// The resource's `wait_timeout_sec`, else `default`.
+pub fn wait_timeout(v: &Value<i64>, default: Duration) -> Duration {
+    match v {
+        Value::Value(n) if *n > 0 => Duration::from_secs(*n as u64),
+        _ => default,
+    }
+}
+
+/// Copies an optional API string into state (absent → null).
+pub fn opt(v: &Option<String>) -> Value<String> {
+    v.clone().map_or(Value::Null, Value::Value)
+}
+
+/// `id` and `namespace` of a resource about to be created: known once the
+/// provider is configured and the name is known.
+pub fn plan_location(
+    c: Option<&Configured>,
+    name: &Value<String>,
+) -> (Value<String>, Value<String>) {
+    match (c, name) {
+        (Some(c), Value::Value(name)) => (
+            Value::Value(format!("{}/{name}", c.namespace)),
+            Value::Value(c.namespace.clone()),
+        ),
+        _ => (Value::Unknown, Value::Unknown),
+    }
+}
+
+/// The provider's namespace when it differs from the one in state (a token
+/// for another user): the resource must be replaced.
+pub fn other_namespace(c: Option<&Configured>, prior: &Value<String>) -> Option<String> {
+    match (c, prior) {
+        (Some(c), Value::Value(p)) if c.namespace != *p => Some(c.namespace.clone()),
+        _ => None,
+    }
+}
+
+/// The error for a create that found the name taken.
+pub fn already_exists(diags: &mut Diagnostics, kind: &str, name: &str, ns: &str) {
+    diags.error(
+        format!("{} {name} already exists", capitalized(kind)),
+        format!(
+            "a {kind} named {name} already exists in namespace {ns}; import is not supported, delete it or choose another name"
+        ),
+        AttributePath::new("name"),
+    );
+}
+
+/// The error for an import: resources never adopt existing objects.
+pub fn import_unsupported(diags: &mut Diagnostics, resource: &str, kind: &str, id: &str) {
+    diags.root_error(
+        "Import is not supported",
+        format!(
+            "{resource} never adopts an existing {kind} ({id}): delete it on the operator or choose another name, then apply."
+        ),
+    );
+}
+
+/// The error for a wait that ran out of time.
+pub fn timed_out(
+    diags: &mut Diagnostics,
+    kind: &str,
+    name: &str,
+    target: &str,
+    waited_sec: u64,
+    last_seen: &str,
+) {
+    diags.root_error(
+        format!("Timed out waiting for {kind} {name}"),
+        format!(
+            "gave up after {waited_sec} s waiting for {kind} {name} to become {target}; last seen: {last_seen}. Raise `wait_timeout_sec` (on the resource or the provider) if it is just slow"
+        ),
+    );
+}
+
+/// Takes the answer of a DELETE and waits (with `get`) until the operator
+/// answers 404; adds a diagnostic and returns `None` when either fails.
+pub async fn delete_and_wait<T, F, Fut>(
+    diags: &mut Diagnostics,
+    kind: &str,
+    name: &str,
+    timeout: Duration,
+    deleted: Result<bool, ClientError>,
+    mut get: F,
+) -> Option<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Option<T>, ClientError>>,
+{
+    if let Err(e) = deleted {
+        api_error(diags, format!("Cannot delete {kind} {name}"), &e);
+        return None;
+    }
+    let look = || {
+        let fut = get();
+        async move {
+            Ok(fut
+                .await?
+                .map(|t| Look::Waiting(t, "still present".to_string())))
+        }
+    };
+    match poll(timeout, look).await {
+        Ok(Outcome::Gone) => Some(()),
+        Ok(Outcome::TimedOut {
+            waited_sec,
+            last_seen,
+            ..
+        }) => {
+            timed_out(diags, kind, name, "deleted", waited_sec, &last_seen);
+            None
+        }
+        Ok(_) => None,
+        Err(e) => {
+            diags.root_error(
+                format!("{} {name} was not deleted", capitalized(kind)),
+                chain(&e),
+            );
+            None
+        }
+    }
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// A JSON text kept as the user wrote it when it means the same as the
+/// operator's copy (so `jsonencode` formatting never shows as a diff).
+pub fn same_json_or(state: &Value<String>, api: &str) -> Value<String> {
+    if let Value::Value(s) = state
+        && let (Ok(a), Ok(b)) = (
+            serde_json::from_str::<serde_json::Value>(s),
+            serde_json::from_str::<serde_json::Value>(api),
+        )
+        && a == b
+    {
+        return state.clone();
+    }
+    Value::Value(api.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_api_env_stays_null_when_the_state_had_none() {
+        assert_eq!(env_from_api(&BTreeMap::new(), &Value::Null), Value::Null);
+        let m = BTreeMap::from([("A".to_string(), "1".to_string())]);
+        assert_eq!(known_env(&env_from_api(&m, &Value::Null)), Some(m.clone()));
+        assert_eq!(known_env(&Value::Unknown), None);
+    }
+
+    #[test]
+    fn equal_json_keeps_the_users_text() {
+        let s = Value::Value("{\"a\": [1, 2]}".to_string());
+        assert_eq!(same_json_or(&s, "{\"a\":[1,2]}"), s);
+        assert_eq!(
+            same_json_or(&s, "{\"a\":[1]}"),
+            Value::Value("{\"a\":[1]}".to_string())
+        );
+        assert_eq!(capitalized("job"), "Job");
+    }
+
+    #[test]
+    fn limits_are_checked_with_paths() {
+        let mut diags = Diagnostics::default();
+        check_limits(
+            &mut diags,
+            Value::Value(1),
+            Value::Value(0),
+            Value::Value(0),
+        );
+        let paths: Vec<_> = diags.errors.iter().map(|d| d.attribute.clone()).collect();
+        assert_eq!(
+            paths,
+            vec![
+                AttributePath::new("memory_mb"),
+                AttributePath::new("timeout_sec"),
+                AttributePath::new("wait_timeout_sec")
+            ]
+        );
+    }
+}

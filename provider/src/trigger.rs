@@ -1,0 +1,734 @@
+//! The `sless_trigger` resource: an http trigger (a public URL for a
+//! function) or a cron trigger (calls it on a schedule). Create and update
+//! wait until the trigger is Active (or Disabled); destroy waits until it is
+//! gone. `next_run_at` and `last_run_at` are refreshed by read only, so the
+//! server moving them on never shows as a diff.
+
+use crate::fields::{self, api_error, attr, opt};
+use crate::provider::{Configured, Shared};
+use crate::wait::{Look, Outcome, poll};
+use serde::{Deserialize, Serialize};
+use sless_wire::trigger::validate_payload;
+use sless_wire::{CreateTrigger, ErrorCode, Trigger, TriggerPhase, UpdateTrigger, validate};
+use std::sync::Arc;
+use tf_provider::schema::{AttributeConstraint, AttributeType, Block, Description, Schema};
+use tf_provider::value::{Value, ValueEmpty};
+use tf_provider::{AttributePath, Diagnostics, Resource};
+
+/// State of `resource "sless_trigger"`; field names equal attribute names.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TriggerState {
+    /// `<namespace>/<name>`.
+    #[serde(default)]
+    pub id: Value<String>,
+    /// Trigger name.
+    #[serde(default)]
+    pub name: Value<String>,
+    /// Target function name.
+    #[serde(default)]
+    pub function: Value<String>,
+    /// `http` or `cron`.
+    #[serde(default, rename = "type")]
+    pub trigger_type: Value<String>,
+    /// Cron schedule.
+    #[serde(default)]
+    pub schedule: Value<String>,
+    /// JSON text sent to cron invocations.
+    #[serde(default)]
+    pub payload: Value<String>,
+    /// Whether the trigger fires / serves.
+    #[serde(default)]
+    pub enabled: Value<bool>,
+    /// Namespace.
+    #[serde(default)]
+    pub namespace: Value<String>,
+    /// Public URL (http).
+    #[serde(default)]
+    pub url: Value<String>,
+    /// Active, Waiting or Disabled.
+    #[serde(default)]
+    pub phase: Value<String>,
+    /// Next scheduled run (cron).
+    #[serde(default)]
+    pub next_run_at: Value<String>,
+    /// End of the last run (cron).
+    #[serde(default)]
+    pub last_run_at: Value<String>,
+}
+
+/// Attributes only the provider sets.
+const COMPUTED_ONLY: [&str; 6] = [
+    "id",
+    "namespace",
+    "url",
+    "phase",
+    "next_run_at",
+    "last_run_at",
+];
+
+fn phase_str(p: TriggerPhase) -> &'static str {
+    match p {
+        TriggerPhase::Active => "Active",
+        TriggerPhase::Waiting => "Waiting",
+        TriggerPhase::Disabled => "Disabled",
+    }
+}
+
+impl TriggerState {
+    fn computed_only(&self, name: &str) -> &Value<String> {
+        match name {
+            "id" => &self.id,
+            "namespace" => &self.namespace,
+            "url" => &self.url,
+            "phase" => &self.phase,
+            "next_run_at" => &self.next_run_at,
+            _ => &self.last_run_at,
+        }
+    }
+
+    #[cfg(test)]
+    fn is_http(&self) -> bool {
+        self.trigger_type.as_ref_option().map(String::as_str) == Some("http")
+    }
+
+    /// Marks what the operator moves on as unknown (planned for an apply).
+    fn unknown_status(&mut self) {
+        self.phase = Value::Unknown;
+        self.next_run_at = Value::Unknown;
+        self.last_run_at = Value::Unknown;
+    }
+
+    /// Copies what the operator reports into the computed attributes. A known
+    /// `url` is kept (it is stable for the life of the trigger).
+    fn fill_from(mut self, t: &Trigger) -> Self {
+        self.id = Value::Value(format!("{}/{}", t.namespace, t.name));
+        self.namespace = Value::Value(t.namespace.clone());
+        self.phase = Value::Value(phase_str(t.status.phase).to_string());
+        self.next_run_at = opt(&t.status.next_run_at);
+        self.last_run_at = opt(&t.status.last_run.as_ref().map(|r| r.completed_at.clone()));
+        if !self.url.is_value() {
+            self.url = opt(&t.status.url);
+        }
+        self.enabled = Value::Value(t.spec.enabled);
+        self
+    }
+
+    /// Turns every unknown into null (a state returned with an error).
+    fn resolve_unknowns(mut self) -> Self {
+        for v in [
+            &mut self.id,
+            &mut self.namespace,
+            &mut self.url,
+            &mut self.phase,
+            &mut self.next_run_at,
+            &mut self.last_run_at,
+        ] {
+            if v.is_unknown() {
+                *v = Value::Null;
+            }
+        }
+        self
+    }
+}
+
+/// The `sless_trigger` resource.
+#[derive(Debug, Clone)]
+pub struct TriggerResource {
+    shared: Shared,
+}
+
+impl TriggerResource {
+    /// A resource reading the provider's configuration from `shared`.
+    pub fn new(shared: Shared) -> Self {
+        TriggerResource { shared }
+    }
+
+    /// Plans a new trigger: location, unknown status, url unknown (http) or
+    /// null (cron).
+    fn plan_new(&self, planned: &mut TriggerState) {
+        let c = self.shared.try_get();
+        (planned.id, planned.namespace) = fields::plan_location(c.as_deref(), &planned.name);
+        planned.unknown_status();
+        planned.url = match &planned.trigger_type {
+            Value::Value(t) if t == "cron" => Value::Null,
+            _ => Value::Unknown,
+        };
+    }
+
+    /// Waits until the trigger is Active (Disabled when disabled) and, for
+    /// http, its URL is known. Returns the last trigger seen and success.
+    async fn wait_settled(
+        diags: &mut Diagnostics,
+        c: &Configured,
+        ns: &str,
+        name: &str,
+        enabled: bool,
+    ) -> (Option<Trigger>, bool) {
+        let look = || async move {
+            let t = c.client.get_trigger(ns, name).await?;
+            Ok(t.map(|t| {
+                let want = if enabled {
+                    TriggerPhase::Active
+                } else {
+                    TriggerPhase::Disabled
+                };
+                let url_ok =
+                    t.spec.trigger_type != sless_wire::TriggerType::Http || t.status.url.is_some();
+                let seen = match &t.status.message {
+                    Some(m) if !m.is_empty() => {
+                        format!("phase {} ({m})", phase_str(t.status.phase))
+                    }
+                    _ => format!("phase {}", phase_str(t.status.phase)),
+                };
+                if t.status.phase == want && url_ok {
+                    Look::Done(t)
+                } else {
+                    Look::Waiting(t, seen)
+                }
+            }))
+        };
+        match poll(c.wait_timeout, look).await {
+            Ok(Outcome::Done(t)) => (Some(t), true),
+            Ok(Outcome::TimedOut {
+                waited_sec,
+                last_seen,
+                last,
+            }) => {
+                let target = if enabled { "Active" } else { "Disabled" };
+                fields::timed_out(diags, "trigger", name, target, waited_sec, &last_seen);
+                (last, false)
+            }
+            Ok(Outcome::Gone) => {
+                diags.root_error(
+                    format!("Trigger {name} disappeared"),
+                    format!("trigger {name} was deleted while waiting for it to become Active"),
+                );
+                (None, false)
+            }
+            Ok(Outcome::Failed(t, why)) => {
+                diags.root_error(format!("Trigger {name} failed"), why);
+                (Some(t), false)
+            }
+            Err(e) => {
+                api_error(diags, format!("Error waiting for trigger {name}"), &e);
+                (None, false)
+            }
+        }
+    }
+}
+
+/// Checks type, schedule and payload together.
+fn check_kind(diags: &mut Diagnostics, config: &TriggerState) {
+    let kind = match &config.trigger_type {
+        Value::Value(t) if t == "http" || t == "cron" => Some(t.as_str()),
+        Value::Value(t) => {
+            diags.error(
+                "Invalid type",
+                format!("unknown trigger type {t:?}: supported types are http, cron"),
+                AttributePath::new("type"),
+            );
+            None
+        }
+        _ => None,
+    };
+    if let Value::Value(s) = &config.schedule
+        && let Err(e) = validate::cron_schedule("schedule", s)
+    {
+        crate::diag::field_error(diags, "Invalid schedule", &e);
+    }
+    if let Value::Value(p) = &config.payload
+        && let Err(e) = validate_payload("payload", p)
+    {
+        crate::diag::field_error(diags, "Invalid payload", &e);
+    }
+    match kind {
+        Some("cron") if config.schedule.is_null() => diags.error(
+            "Missing schedule",
+            "a cron trigger needs a schedule, e.g. \"*/5 * * * *\"",
+            AttributePath::new("schedule"),
+        ),
+        Some("http") if !config.schedule.is_null() => diags.error(
+            "Unexpected schedule",
+            "only cron triggers have a schedule",
+            AttributePath::new("schedule"),
+        ),
+        Some("http") if !config.payload.is_null() => diags.error(
+            "Unexpected payload",
+            "only cron triggers have a payload; http triggers pass the request body",
+            AttributePath::new("payload"),
+        ),
+        _ => {}
+    }
+}
+
+#[async_trait::async_trait]
+impl Resource for TriggerResource {
+    type State<'a> = TriggerState;
+    type PrivateState<'a> = ValueEmpty;
+    type ProviderMetaState<'a> = ValueEmpty;
+
+    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
+        use AttributeConstraint::{Computed, Optional, OptionalComputed, Required};
+        use AttributeType::{Bool, String};
+        Some(Schema {
+            version: 1,
+            block: Block {
+                version: 1,
+                attributes: tf_provider::map! {
+                    "name" => attr(String, Required, "Trigger name: a DNS-1123 label. Changing it replaces the trigger."),
+                    "function" => attr(String, Required, "Name of the function (in the same namespace) the trigger calls. Changing it is an in-place update."),
+                    "type" => attr(String, Required, "`http` (a public URL) or `cron` (calls on a schedule). Changing it replaces the trigger."),
+                    "schedule" => attr(String, Optional, "Cron schedule (cron only, required there): five fields, or six with leading seconds. Checked at plan time."),
+                    "payload" => attr(String, Optional, "JSON text sent as the body of each cron invocation (cron only), e.g. `jsonencode({...})`."),
+                    "enabled" => attr(Bool, OptionalComputed, "Whether the trigger serves (http) or fires (cron). Default `true`. A disabled http trigger answers 404."),
+                    "id" => attr(String, Computed, "`<namespace>/<name>`."),
+                    "namespace" => attr(String, Computed, "The namespace the trigger lives in."),
+                    "url" => attr(String, Computed, "The public URL of an http trigger (no token needed); null for cron triggers. Stable for the life of the trigger."),
+                    "phase" => attr(String, Computed, "Active, Waiting (its function is not Ready or does not exist) or Disabled."),
+                    "next_run_at" => attr(String, Computed, "RFC 3339 time of the next scheduled run (cron). Refreshed on every read; never causes a diff."),
+                    "last_run_at" => attr(String, Computed, "RFC 3339 end of the last finished run (cron). Refreshed on every read; never causes a diff.")
+                },
+                description: Description::markdown(
+                    "Calls a function: a public http URL or a cron schedule.",
+                ),
+                ..Default::default()
+            },
+        })
+    }
+
+    async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
+        let set: Vec<(&str, bool)> = COMPUTED_ONLY
+            .iter()
+            .map(|n| (*n, !config.computed_only(n).is_null()))
+            .collect();
+        fields::check_computed_only(diags, &set);
+        fields::check_name(diags, "trigger", &config.name);
+        if let Value::Value(f) = &config.function
+            && let Err(e) = validate::name("function", f)
+        {
+            crate::diag::field_error(diags, "Invalid function name", &e);
+        }
+        check_kind(diags, &config);
+        Some(())
+    }
+
+    async fn read<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        state: Self::State<'a>,
+        private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let Some(c) = self.shared.get(diags) else {
+            return Some((state, private));
+        };
+        let ns = fields::namespace_of(&state.namespace, &c);
+        let Some(name) = state.name.as_ref_option().cloned() else {
+            return Some((state, private));
+        };
+        let t = match c.client.get_trigger(&ns, &name).await {
+            Ok(Some(t)) => t,
+            Ok(None) => return None,
+            Err(e) => {
+                api_error(diags, format!("Cannot read trigger {name}"), &e);
+                return Some((state, private));
+            }
+        };
+        let mut s = state;
+        s.function = Value::Value(t.spec.function.clone());
+        s.trigger_type = Value::Value(t.spec.trigger_type.as_str().to_string());
+        s.schedule = opt(&t.spec.schedule);
+        s.payload = match &t.spec.payload {
+            Some(p) => fields::same_json_or(&s.payload, p),
+            None => Value::Null,
+        };
+        if t.status.url.is_some() {
+            s.url = opt(&t.status.url);
+        }
+        Some((s.fill_from(&t), private))
+    }
+
+    async fn plan_create<'a>(
+        &self,
+        _diags: &mut Diagnostics,
+        proposed: Self::State<'a>,
+        _config: Self::State<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let mut planned = proposed;
+        if planned.enabled.is_null() {
+            planned.enabled = Value::Value(true);
+        }
+        self.plan_new(&mut planned);
+        Some((planned, Value::Null))
+    }
+
+    async fn plan_update<'a>(
+        &self,
+        _diags: &mut Diagnostics,
+        prior: Self::State<'a>,
+        proposed: Self::State<'a>,
+        config: Self::State<'a>,
+        private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
+        let mut planned = proposed;
+        if config.enabled.is_null() {
+            planned.enabled = Value::Value(true);
+        }
+        let mut replace = Vec::new();
+        if planned.name != prior.name {
+            replace.push(AttributePath::new("name"));
+        }
+        if planned.trigger_type != prior.trigger_type {
+            replace.push(AttributePath::new("type"));
+        }
+        let c = self.shared.try_get();
+        if let Some(ns) = fields::other_namespace(c.as_deref(), &prior.namespace) {
+            planned.namespace = Value::Value(ns);
+            replace.push(AttributePath::new("namespace"));
+        }
+        if !replace.is_empty() {
+            self.plan_new(&mut planned);
+        } else if planned != prior {
+            planned.unknown_status();
+        }
+        Some((planned, private, replace))
+    }
+
+    async fn plan_destroy<'a>(
+        &self,
+        _diags: &mut Diagnostics,
+        _prior: Self::State<'a>,
+        private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<Self::PrivateState<'a>> {
+        Some(private)
+    }
+
+    async fn create<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        planned: Self::State<'a>,
+        _config: Self::State<'a>,
+        private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let c: Arc<Configured> = self.shared.get(diags)?;
+        let name = planned.name.as_ref_option().cloned().unwrap_or_default();
+        let enabled = planned.enabled.as_ref_option().copied().unwrap_or(true);
+        let body = CreateTrigger {
+            name: Some(name.clone()),
+            function: planned.function.as_ref_option().cloned(),
+            trigger_type: planned.trigger_type.as_ref_option().cloned(),
+            schedule: planned.schedule.as_ref_option().cloned(),
+            payload: planned.payload.as_ref_option().cloned(),
+            enabled: Some(enabled),
+        };
+        let ns = c.namespace.clone();
+        let created = match c.client.create_trigger(&ns, &body).await {
+            Ok(t) => t,
+            Err(e) if e.is_code(ErrorCode::AlreadyExists) => {
+                fields::already_exists(diags, "trigger", &name, &ns);
+                return None;
+            }
+            Err(e) => {
+                api_error(diags, format!("Cannot create trigger {name}"), &e);
+                return None;
+            }
+        };
+        let mut state = planned.fill_from(&created);
+        let (last, ok) = Self::wait_settled(diags, &c, &ns, &name, enabled).await;
+        if let Some(t) = &last {
+            state = state.fill_from(t);
+        }
+        if !ok {
+            return Some((state.resolve_unknowns(), private));
+        }
+        Some((state, private))
+    }
+
+    async fn update<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        prior: Self::State<'a>,
+        planned: Self::State<'a>,
+        _config: Self::State<'a>,
+        private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let c: Arc<Configured> = self.shared.get(diags)?;
+        let name = planned.name.as_ref_option().cloned().unwrap_or_default();
+        let ns = fields::namespace_of(&prior.namespace, &c);
+        let enabled = planned.enabled.as_ref_option().copied().unwrap_or(true);
+        let mut patch = UpdateTrigger::default();
+        if planned.function != prior.function {
+            patch.function = planned.function.as_ref_option().cloned();
+        }
+        if planned.schedule != prior.schedule {
+            patch.schedule = planned.schedule.as_ref_option().cloned();
+        }
+        if planned.payload != prior.payload {
+            // An empty string clears the payload.
+            patch.payload = Some(planned.payload.as_ref_option().cloned().unwrap_or_default());
+        }
+        if planned.enabled != prior.enabled {
+            patch.enabled = Some(enabled);
+        }
+        let mut state = planned;
+        state.url = prior.url.clone();
+        if patch != UpdateTrigger::default() {
+            match c.client.update_trigger(&ns, &name, &patch).await {
+                Ok(t) => state = state.fill_from(&t),
+                Err(e) => {
+                    api_error(diags, format!("Cannot update trigger {name}"), &e);
+                    return None;
+                }
+            }
+        }
+        let (last, ok) = Self::wait_settled(diags, &c, &ns, &name, enabled).await;
+        if let Some(t) = &last {
+            state = state.fill_from(t);
+        }
+        if !ok {
+            return Some((state.resolve_unknowns(), private));
+        }
+        Some((state, private))
+    }
+
+    async fn import<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        id: String,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        fields::import_unsupported(diags, "sless_trigger", "trigger", &id);
+        None
+    }
+
+    async fn destroy<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        prior: Self::State<'a>,
+        _private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<()> {
+        let c = self.shared.get(diags)?;
+        let name = prior.name.as_ref_option().cloned().unwrap_or_default();
+        let ns = fields::namespace_of(&prior.namespace, &c);
+        fields::delete_and_wait(
+            diags,
+            "trigger",
+            &name,
+            c.wait_timeout,
+            c.client.delete_trigger(&ns, &name).await,
+            || c.client.get_trigger(&ns, &name),
+        )
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::Client;
+    use std::time::Duration;
+
+    fn v(s: &str) -> Value<String> {
+        Value::Value(s.to_string())
+    }
+
+    fn res() -> TriggerResource {
+        TriggerResource::new(Shared::configured(Configured {
+            client: Client::new("http://127.0.0.1:9", "t", Duration::from_secs(1)).unwrap(),
+            sub: "alice".into(),
+            namespace: "sless-2bd806c9".into(),
+            wait_timeout: Duration::from_secs(1),
+        }))
+    }
+
+    fn cron() -> TriggerState {
+        TriggerState {
+            name: v("tick"),
+            function: v("hello"),
+            trigger_type: v("cron"),
+            schedule: v("*/2 * * * * *"),
+            payload: v(r#"{"n":1}"#),
+            ..Default::default()
+        }
+    }
+
+    fn http() -> TriggerState {
+        TriggerState {
+            name: v("web"),
+            function: v("hello"),
+            trigger_type: v("http"),
+            ..Default::default()
+        }
+    }
+
+    fn applied(cfg: &TriggerState) -> TriggerState {
+        let mut s = cfg.clone();
+        s.enabled = Value::Value(true);
+        s.id = v("sless-2bd806c9/x");
+        s.namespace = v("sless-2bd806c9");
+        s.phase = v("Active");
+        if cfg.is_http() {
+            s.url = v("http://127.0.0.1:9/t/sless-2bd806c9/web");
+        } else {
+            s.url = Value::Null;
+            s.next_run_at = v("2026-01-01T00:00:02Z");
+            s.last_run_at = v("2026-01-01T00:00:00Z");
+        }
+        s
+    }
+
+    /// Terraform's proposed state: config values, prior computed values.
+    fn proposed(prior: &TriggerState, cfg: &TriggerState) -> TriggerState {
+        let mut p = prior.clone();
+        p.name = cfg.name.clone();
+        p.function = cfg.function.clone();
+        p.trigger_type = cfg.trigger_type.clone();
+        p.schedule = cfg.schedule.clone();
+        p.payload = cfg.payload.clone();
+        if cfg.enabled.is_value() {
+            p.enabled = cfg.enabled;
+        }
+        p
+    }
+
+    async fn plan_update(
+        prior: &TriggerState,
+        cfg: &TriggerState,
+    ) -> (TriggerState, Vec<AttributePath>) {
+        let mut diags = Diagnostics::default();
+        let (planned, _, replace) = res()
+            .plan_update(
+                &mut diags,
+                prior.clone(),
+                proposed(prior, cfg),
+                cfg.clone(),
+                Value::Null,
+                Value::Null,
+            )
+            .await
+            .unwrap();
+        assert!(diags.errors.is_empty(), "{:?}", diags.errors);
+        (planned, replace)
+    }
+
+    async fn validate_errors(cfg: TriggerState) -> Vec<AttributePath> {
+        let mut diags = Diagnostics::default();
+        res().validate(&mut diags, cfg).await;
+        diags.errors.into_iter().map(|d| d.attribute).collect()
+    }
+
+    #[test]
+    fn state_keys_match_the_schema() {
+        let bytes = rmp_serde::to_vec_named(&TriggerState::default()).unwrap();
+        let m: std::collections::HashMap<String, serde::de::IgnoredAny> =
+            rmp_serde::from_slice(&bytes).unwrap();
+        let mut keys: Vec<_> = m.keys().cloned().collect();
+        keys.sort();
+        let schema = res().schema(&mut Diagnostics::default()).unwrap();
+        let mut want: Vec<_> = schema.block.attributes.keys().cloned().collect();
+        want.sort();
+        assert_eq!(keys, want);
+    }
+
+    #[tokio::test]
+    async fn an_invalid_schedule_fails_validation_at_schedule() {
+        let mut cfg = cron();
+        cfg.schedule = v("every minute");
+        assert_eq!(
+            validate_errors(cfg).await,
+            vec![AttributePath::new("schedule")]
+        );
+        let mut cfg = cron();
+        cfg.schedule = Value::Null;
+        assert_eq!(
+            validate_errors(cfg).await,
+            vec![AttributePath::new("schedule")]
+        );
+        let mut cfg = http();
+        cfg.schedule = v("* * * * *");
+        assert_eq!(
+            validate_errors(cfg).await,
+            vec![AttributePath::new("schedule")]
+        );
+        let mut cfg = cron();
+        cfg.payload = v("{nope");
+        assert_eq!(
+            validate_errors(cfg).await,
+            vec![AttributePath::new("payload")]
+        );
+        let mut cfg = http();
+        cfg.trigger_type = v("queue");
+        assert_eq!(validate_errors(cfg).await, vec![AttributePath::new("type")]);
+        let mut cfg = http();
+        cfg.url = v("x");
+        assert_eq!(validate_errors(cfg).await, vec![AttributePath::new("url")]);
+        assert!(validate_errors(cron()).await.is_empty());
+        assert!(validate_errors(http()).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn plan_create_leaves_the_url_unknown_for_http_and_null_for_cron() {
+        let mut diags = Diagnostics::default();
+        let (p, _) = res()
+            .plan_create(&mut diags, http(), http(), Value::Null)
+            .await
+            .unwrap();
+        assert!(p.url.is_unknown());
+        assert_eq!(p.enabled, Value::Value(true));
+        assert_eq!(p.id, v("sless-2bd806c9/web"));
+        let (p, _) = res()
+            .plan_create(&mut diags, cron(), cron(), Value::Null)
+            .await
+            .unwrap();
+        assert!(p.url.is_null());
+        assert!(p.next_run_at.is_unknown());
+    }
+
+    #[tokio::test]
+    async fn refreshed_run_times_plan_no_change() {
+        for cfg in [cron(), http()] {
+            let mut prior = applied(&cfg);
+            // The server moved on since the last apply; read refreshed these.
+            prior.next_run_at = v("2026-01-01T00:10:00Z");
+            prior.last_run_at = v("2026-01-01T00:09:58Z");
+            let (planned, replace) = plan_update(&prior, &cfg).await;
+            assert_eq!(planned, prior);
+            assert!(replace.is_empty());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_schedule_change_is_in_place_and_keeps_the_url() {
+        let cfg = cron();
+        let prior = applied(&cfg);
+        let mut cfg2 = cfg.clone();
+        cfg2.schedule = v("*/5 * * * * *");
+        let (planned, replace) = plan_update(&prior, &cfg2).await;
+        assert!(replace.is_empty());
+        assert!(planned.next_run_at.is_unknown());
+        let cfg = http();
+        let prior = applied(&cfg);
+        let mut cfg2 = cfg.clone();
+        cfg2.enabled = Value::Value(false);
+        let (planned, replace) = plan_update(&prior, &cfg2).await;
+        assert!(replace.is_empty());
+        assert_eq!(planned.url, prior.url);
+        assert!(planned.phase.is_unknown());
+    }
+
+    #[tokio::test]
+    async fn a_type_change_replaces() {
+        let cfg = http();
+        let prior = applied(&cfg);
+        let mut cfg2 = cron();
+        cfg2.name = cfg.name.clone();
+        let (planned, replace) = plan_update(&prior, &cfg2).await;
+        assert_eq!(replace, vec![AttributePath::new("type")]);
+        assert!(planned.url.is_null());
+    }
+}
