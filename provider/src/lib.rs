@@ -1,14 +1,16 @@
 //! The sless Terraform provider: configuration, the operator client, source
-//! hashing and zipping, the `sless_function` resource and the
-//! `sless_namespace` data source.
+//! hashing and zipping, the `sless_function`, `sless_trigger`, `sless_job` and
+//! `sless_service` resources and the `sless_namespace` data source.
 
 pub mod client;
 pub mod code;
 pub mod diag;
 pub mod fields;
 pub mod function;
+pub mod job;
 pub mod namespace;
 pub mod provider;
+pub mod service;
 pub mod source;
 pub mod token;
 pub mod trigger;

@@ -4,7 +4,9 @@
 
 use crate::client::{self, Client, ClientError};
 use crate::function::FunctionResource;
+use crate::job::JobResource;
 use crate::namespace::NamespaceDataSource;
+use crate::service::ServiceResource;
 use crate::token;
 use crate::trigger::TriggerResource;
 use serde::{Deserialize, Serialize};
@@ -310,6 +312,14 @@ impl Provider for SlessProvider {
         m.insert(
             "function".into(),
             Box::new(FunctionResource::new(self.shared.clone())),
+        );
+        m.insert(
+            "job".into(),
+            Box::new(JobResource::new(self.shared.clone())),
+        );
+        m.insert(
+            "service".into(),
+            Box::new(ServiceResource::new(self.shared.clone())),
         );
         m.insert(
             "trigger".into(),

@@ -1,0 +1,811 @@
+//! The `sless_service` resource: a long-running process the user writes
+//! (it listens on `$PORT`), served on a public URL and restarted when it
+//! dies. Memory, env, command and timeout changes apply in place without a
+//! rebuild; new code or a new runtime rebuilds.
+
+use crate::code::{Package, package, plan_hash};
+use crate::diag::field_error;
+use crate::fields::{self, api_error, attr, env_at_apply, opt};
+use crate::provider::{Configured, Shared};
+use crate::wait::{Look, Outcome, poll};
+use serde::{Deserialize, Serialize};
+use sless_wire::limits::{MEMORY_MB_DEFAULT, TIMEOUT_SEC_DEFAULT};
+use sless_wire::service::{validate_health_path, validate_script};
+use sless_wire::{CreateService, ErrorCode, Phase, Runtime, Service, UpdateService};
+use std::sync::Arc;
+use std::time::Duration;
+use tf_provider::schema::{AttributeConstraint, AttributeType, Block, Description, Schema};
+use tf_provider::value::{Value, ValueEmpty};
+use tf_provider::{AttributePath, Diagnostics, Resource};
+
+/// How many build-log lines a failure diagnostic carries.
+pub const SERVICE_LOG_TAIL_LINES: usize = 30;
+
+/// Default readiness path.
+const HEALTH_PATH_DEFAULT: &str = "/";
+
+/// The phase of a healthy service, as stored in state.
+const READY: &str = "Ready";
+
+/// A command line as Terraform sends it.
+pub type CommandList = Value<Vec<Value<String>>>;
+
+/// State of `resource "sless_service"`; field names equal attribute names.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServiceState {
+    /// `<namespace>/<name>`.
+    #[serde(default)]
+    pub id: Value<String>,
+    /// Service name.
+    #[serde(default)]
+    pub name: Value<String>,
+    /// Runtime.
+    #[serde(default)]
+    pub runtime: Value<String>,
+    /// Script relative to the code root.
+    #[serde(default)]
+    pub entrypoint: Value<String>,
+    /// Full command line instead of `entrypoint`.
+    #[serde(default)]
+    pub command: CommandList,
+    /// Folder with the code.
+    #[serde(default)]
+    pub source_dir: Value<String>,
+    /// Environment variables.
+    #[serde(default)]
+    pub env_vars: fields::EnvMap,
+    /// Memory limit in MiB.
+    #[serde(default)]
+    pub memory_mb: Value<i64>,
+    /// Per-request timeout in seconds.
+    #[serde(default)]
+    pub timeout_sec: Value<i64>,
+    /// Readiness path.
+    #[serde(default)]
+    pub health_path: Value<String>,
+    /// How long apply waits, in seconds.
+    #[serde(default)]
+    pub wait_timeout_sec: Value<i64>,
+    /// Namespace.
+    #[serde(default)]
+    pub namespace: Value<String>,
+    /// Public URL.
+    #[serde(default)]
+    pub url: Value<String>,
+    /// Lifecycle phase.
+    #[serde(default)]
+    pub phase: Value<String>,
+    /// sha256 of the normalised content of `source_dir`.
+    #[serde(default)]
+    pub code_hash: Value<String>,
+    /// End of the last successful build.
+    #[serde(default)]
+    pub last_built_at: Value<String>,
+}
+
+/// Attributes only the provider sets.
+const COMPUTED_ONLY: [&str; 6] = [
+    "id",
+    "namespace",
+    "url",
+    "phase",
+    "code_hash",
+    "last_built_at",
+];
+
+impl ServiceState {
+    fn computed_only(&self, name: &str) -> &Value<String> {
+        match name {
+            "id" => &self.id,
+            "namespace" => &self.namespace,
+            "url" => &self.url,
+            "phase" => &self.phase,
+            "code_hash" => &self.code_hash,
+            _ => &self.last_built_at,
+        }
+    }
+
+    /// Marks what a build changes as unknown.
+    fn unknown_build_outputs(&mut self) {
+        self.phase = Value::Unknown;
+        self.last_built_at = Value::Unknown;
+    }
+
+    /// The command as strings (`None` when null, unknown or partly unknown).
+    fn command_vec(&self) -> Option<Vec<String>> {
+        match &self.command {
+            Value::Value(v) => v.iter().map(|a| a.as_ref_option().cloned()).collect(),
+            _ => None,
+        }
+    }
+
+    /// Copies what the operator reports into the computed attributes. A known
+    /// `url` is kept (it is stable for the life of the service).
+    fn fill_from(mut self, s: &Service) -> Self {
+        self.id = Value::Value(format!("{}/{}", s.namespace, s.name));
+        self.namespace = Value::Value(s.namespace.clone());
+        self.phase = Value::Value(s.status.phase.as_str().to_string());
+        self.last_built_at = opt(&s.status.last_built_at);
+        if !self.url.is_value() {
+            self.url = opt(&s.status.url);
+        }
+        self.memory_mb = Value::Value(i64::from(s.spec.memory_mb));
+        self.timeout_sec = Value::Value(i64::from(s.spec.timeout_sec));
+        self.health_path = Value::Value(s.spec.health_path.clone());
+        self
+    }
+
+    /// Turns every unknown into null (a state returned with an error).
+    fn resolve_unknowns(mut self) -> Self {
+        for v in [
+            &mut self.id,
+            &mut self.namespace,
+            &mut self.url,
+            &mut self.phase,
+            &mut self.last_built_at,
+            &mut self.health_path,
+        ] {
+            if v.is_unknown() {
+                *v = Value::Null;
+            }
+        }
+        for v in [&mut self.memory_mb, &mut self.timeout_sec] {
+            if v.is_unknown() {
+                *v = Value::Null;
+            }
+        }
+        self
+    }
+}
+
+/// The `sless_service` resource.
+#[derive(Debug, Clone)]
+pub struct ServiceResource {
+    shared: Shared,
+}
+
+impl ServiceResource {
+    /// A resource reading the provider's configuration from `shared`.
+    pub fn new(shared: Shared) -> Self {
+        ServiceResource { shared }
+    }
+
+    fn wait_timeout(state: &ServiceState, c: &Configured) -> Duration {
+        fields::wait_timeout(&state.wait_timeout_sec, c.wait_timeout)
+    }
+
+    /// Waits until the service is Ready (running `code_sha256` when given);
+    /// a failure becomes a diagnostic with the message and the build log.
+    async fn wait_ready(
+        diags: &mut Diagnostics,
+        c: &Configured,
+        state: ServiceState,
+        code_sha256: Option<&str>,
+    ) -> ServiceState {
+        let ns = fields::namespace_of(&state.namespace, c);
+        let name = state.name.as_ref_option().cloned().unwrap_or_default();
+        let (ns_ref, name_ref) = (ns.as_str(), name.as_str());
+        let look = || async move {
+            let s = c.client.get_service(ns_ref, name_ref).await?;
+            Ok(s.map(|s| {
+                let code_ok = match (code_sha256, s.status.code_sha256.as_deref()) {
+                    (Some(want), Some(have)) => want == have,
+                    (Some(_), None) => false,
+                    (None, _) => true,
+                };
+                match s.status.phase {
+                    Phase::Ready if code_ok => Look::Done(s),
+                    Phase::Failed if code_ok => {
+                        let why = s.status.message.clone().unwrap_or_default();
+                        Look::Failed(s, why)
+                    }
+                    p => {
+                        let seen = match &s.status.message {
+                            Some(m) if !m.is_empty() => format!("phase {} ({m})", p.as_str()),
+                            _ => format!("phase {}", p.as_str()),
+                        };
+                        Look::Waiting(s, seen)
+                    }
+                }
+            }))
+        };
+        let (last, ok) = match poll(Self::wait_timeout(&state, c), look).await {
+            Ok(Outcome::Done(s)) => (Some(s), true),
+            Ok(Outcome::Failed(s, why)) => {
+                let log = match c
+                    .client
+                    .service_log(&ns, &name, SERVICE_LOG_TAIL_LINES)
+                    .await
+                {
+                    Ok(l) if !l.trim().is_empty() => l,
+                    Ok(_) => "(the build log is empty)".to_string(),
+                    Err(e) => format!("(could not fetch the build log: {e})"),
+                };
+                diags.root_error(
+                    format!("Service {name} failed: phase Failed"),
+                    format!(
+                        "Service {name} (runtime {}) is in phase Failed: {}\n\nLast {SERVICE_LOG_TAIL_LINES} lines of the build log:\n{}",
+                        s.spec.runtime,
+                        if why.is_empty() { "no message" } else { why.as_str() },
+                        log.trim_end()
+                    ),
+                );
+                (Some(s), false)
+            }
+            Ok(Outcome::TimedOut {
+                waited_sec,
+                last_seen,
+                last,
+            }) => {
+                fields::timed_out(diags, "service", &name, READY, waited_sec, &last_seen);
+                (last, false)
+            }
+            Ok(Outcome::Gone) => {
+                diags.root_error(
+                    format!("Service {name} disappeared"),
+                    format!("service {name} was deleted while waiting for it to become Ready"),
+                );
+                (None, false)
+            }
+            Err(e) => {
+                api_error(diags, format!("Error waiting for service {name}"), &e);
+                (None, false)
+            }
+        };
+        let mut state = state;
+        if let Some(s) = &last {
+            state = state.fill_from(s);
+        }
+        if ok { state } else { state.resolve_unknowns() }
+    }
+}
+
+/// Fills the defaults of Optional+Computed attributes left out of the config.
+fn apply_defaults(planned: &mut ServiceState, config: &ServiceState) {
+    if config.memory_mb.is_null() {
+        planned.memory_mb = Value::Value(i64::from(MEMORY_MB_DEFAULT));
+    }
+    if config.timeout_sec.is_null() {
+        planned.timeout_sec = Value::Value(i64::from(TIMEOUT_SEC_DEFAULT));
+    }
+    if config.health_path.is_null() {
+        planned.health_path = Value::Value(HEALTH_PATH_DEFAULT.to_string());
+    }
+}
+
+/// Checks that exactly one of `entrypoint` and `command` is given, and each.
+fn check_start(diags: &mut Diagnostics, config: &ServiceState) {
+    if let Value::Value(e) = &config.entrypoint
+        && let Err(err) = validate_script("entrypoint", e)
+    {
+        field_error(diags, "Invalid entrypoint", &err);
+    }
+    if let Value::Value(cmd) = &config.command {
+        match cmd.first() {
+            None | Some(Value::Null) => diags.error(
+                "Invalid command",
+                "the command needs a program as its first element",
+                AttributePath::new("command"),
+            ),
+            Some(Value::Value(p)) if p.trim().is_empty() => diags.error(
+                "Invalid command",
+                "the command needs a program as its first element",
+                AttributePath::new("command"),
+            ),
+            _ => {}
+        }
+    }
+    match (&config.entrypoint, &config.command) {
+        (Value::Null, Value::Null) => diags.error(
+            "Missing entrypoint",
+            "give entrypoint (a script such as app.py) or command (e.g. [\"python3\", \"-m\", \"app\"])",
+            AttributePath::new("entrypoint"),
+        ),
+        (Value::Value(_), Value::Value(_)) => diags.error(
+            "Conflicting command",
+            "give either entrypoint or command, not both",
+            AttributePath::new("command"),
+        ),
+        _ => {}
+    }
+}
+
+#[async_trait::async_trait]
+impl Resource for ServiceResource {
+    type State<'a> = ServiceState;
+    type PrivateState<'a> = ValueEmpty;
+    type ProviderMetaState<'a> = ValueEmpty;
+
+    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
+        use AttributeConstraint::{Computed, Optional, OptionalComputed, Required};
+        use AttributeType::{List, Map, Number, String};
+        let runtimes = Runtime::list();
+        Some(Schema {
+            version: 1,
+            block: Block {
+                version: 1,
+                attributes: tf_provider::map! {
+                    "name" => attr(String, Required, "Service name: a DNS-1123 label. Changing it replaces the service."),
+                    "runtime" => attr(String, Required, &format!("Language runtime, one of: {runtimes}. Changing it rebuilds in place.")),
+                    "entrypoint" => attr(String, Optional, "The script to run, relative to the code root (e.g. `app.py`, `server.js`). Give this or `command`. Changing it restarts without a rebuild."),
+                    "command" => attr(List(Box::new(String)), Optional, "A full command line instead of `entrypoint`, e.g. `[\"python3\", \"-m\", \"app\"]`. Changing it restarts without a rebuild."),
+                    "source_dir" => attr(String, Required, "Folder with the service's code, e.g. `\"${path.module}/src\"`. A content change rebuilds."),
+                    "env_vars" => attr(Map(Box::new(String)), Optional, "Environment variables (`PORT` is set by the platform). Changing them restarts without a rebuild."),
+                    "memory_mb" => attr(Number, OptionalComputed, "Memory limit in MiB, 64-4096 (default 128). Changing it restarts without a rebuild."),
+                    "timeout_sec" => attr(Number, OptionalComputed, "Per-request timeout at the proxy in seconds, 1-900 (default 30)."),
+                    "health_path" => attr(String, OptionalComputed, "Readiness path polled until it answers below 500 (default `/`)."),
+                    "wait_timeout_sec" => attr(Number, Optional, "How long create, update and delete wait, in seconds. Defaults to the provider's `wait_timeout_sec` (600)."),
+                    "id" => attr(String, Computed, "`<namespace>/<name>`."),
+                    "namespace" => attr(String, Computed, "The namespace the service lives in."),
+                    "url" => attr(String, Computed, "The public URL of the service (no token needed). Stable for the life of the service."),
+                    "phase" => attr(String, Computed, "Lifecycle phase: Pending, Building, Ready, Failed or Deleting."),
+                    "code_hash" => attr(String, Computed, "sha256 of the normalised content of `source_dir`, computed at plan time."),
+                    "last_built_at" => attr(String, Computed, "RFC 3339 time the last successful build finished (unchanged by in-place updates).")
+                },
+                description: Description::markdown(
+                    "A long-running process you write, served on a public URL and restarted when it dies.",
+                ),
+                ..Default::default()
+            },
+        })
+    }
+
+    async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
+        let set: Vec<(&str, bool)> = COMPUTED_ONLY
+            .iter()
+            .map(|n| (*n, !config.computed_only(n).is_null()))
+            .collect();
+        fields::check_computed_only(diags, &set);
+        fields::check_name(diags, "service", &config.name);
+        fields::check_runtime(diags, &config.runtime);
+        check_start(diags, &config);
+        fields::check_limits(
+            diags,
+            config.memory_mb,
+            config.timeout_sec,
+            config.wait_timeout_sec,
+        );
+        if let Value::Value(h) = &config.health_path
+            && let Err(e) = validate_health_path("health_path", h)
+        {
+            field_error(diags, "Invalid health_path", &e);
+        }
+        fields::check_env_vars(diags, &config.env_vars);
+        fields::check_source_dir(diags, &config.source_dir);
+        Some(())
+    }
+
+    async fn read<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        state: Self::State<'a>,
+        private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let Some(c) = self.shared.get(diags) else {
+            return Some((state, private));
+        };
+        let ns = fields::namespace_of(&state.namespace, &c);
+        let Some(name) = state.name.as_ref_option().cloned() else {
+            return Some((state, private));
+        };
+        let svc = match c.client.get_service(&ns, &name).await {
+            Ok(Some(s)) => s,
+            Ok(None) => return None,
+            Err(e) => {
+                api_error(diags, format!("Cannot read service {name}"), &e);
+                return Some((state, private));
+            }
+        };
+        let mut s = state;
+        s.runtime = Value::Value(svc.spec.runtime.as_str().to_string());
+        s.entrypoint = opt(&svc.spec.entrypoint);
+        s.command = if svc.spec.command.is_empty() {
+            Value::Null
+        } else {
+            Value::Value(
+                svc.spec
+                    .command
+                    .iter()
+                    .map(|a| Value::Value(a.clone()))
+                    .collect(),
+            )
+        };
+        s.env_vars = fields::env_from_api(&svc.spec.env_vars, &s.env_vars);
+        if let Some(h) = &svc.status.source_hash {
+            s.code_hash = Value::Value(h.clone());
+        }
+        if svc.status.url.is_some() {
+            s.url = opt(&svc.status.url);
+        }
+        Some((s.fill_from(&svc), private))
+    }
+
+    async fn plan_create<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        proposed: Self::State<'a>,
+        config: Self::State<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let mut planned = proposed;
+        apply_defaults(&mut planned, &config);
+        planned.code_hash = plan_hash(diags, &planned.source_dir)?;
+        let c = self.shared.try_get();
+        (planned.id, planned.namespace) = fields::plan_location(c.as_deref(), &planned.name);
+        planned.url = Value::Unknown;
+        planned.unknown_build_outputs();
+        Some((planned, Value::Null))
+    }
+
+    async fn plan_update<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        prior: Self::State<'a>,
+        proposed: Self::State<'a>,
+        config: Self::State<'a>,
+        private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
+        let mut planned = proposed;
+        apply_defaults(&mut planned, &config);
+        planned.code_hash = plan_hash(diags, &planned.source_dir)?;
+        let mut replace = Vec::new();
+        if planned.name != prior.name {
+            replace.push(AttributePath::new("name"));
+        }
+        let c = self.shared.try_get();
+        if let Some(ns) = fields::other_namespace(c.as_deref(), &prior.namespace) {
+            planned.namespace = Value::Value(ns);
+            replace.push(AttributePath::new("namespace"));
+        }
+        if !replace.is_empty() {
+            (planned.id, planned.namespace) = fields::plan_location(c.as_deref(), &planned.name);
+            planned.url = Value::Unknown;
+            planned.unknown_build_outputs();
+        } else if planned.code_hash != prior.code_hash
+            || planned.runtime != prior.runtime
+            || prior.phase.as_ref_option().map(String::as_str) != Some(READY)
+        {
+            planned.unknown_build_outputs();
+        }
+        Some((planned, private, replace))
+    }
+
+    async fn plan_destroy<'a>(
+        &self,
+        _diags: &mut Diagnostics,
+        _prior: Self::State<'a>,
+        private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<Self::PrivateState<'a>> {
+        Some(private)
+    }
+
+    async fn create<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        planned: Self::State<'a>,
+        _config: Self::State<'a>,
+        private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let c: Arc<Configured> = self.shared.get(diags)?;
+        let Package { zip, sha256, hash } =
+            package(diags, &planned.source_dir, &planned.code_hash)?;
+        let name = planned.name.as_ref_option().cloned().unwrap_or_default();
+        let env = env_at_apply(diags, &planned.env_vars)?;
+        let body = CreateService {
+            name: Some(name.clone()),
+            runtime: planned.runtime.as_ref_option().cloned(),
+            entrypoint: planned.entrypoint.as_ref_option().cloned(),
+            command: planned.command_vec(),
+            env_vars: env,
+            memory_mb: planned.memory_mb.as_ref_option().copied(),
+            timeout_sec: planned.timeout_sec.as_ref_option().copied(),
+            health_path: planned.health_path.as_ref_option().cloned(),
+        };
+        let ns = c.namespace.clone();
+        let created = match c.client.create_service(&ns, &body).await {
+            Ok(s) => s,
+            Err(e) if e.is_code(ErrorCode::AlreadyExists) => {
+                fields::already_exists(diags, "service", &name, &ns);
+                return None;
+            }
+            Err(e) => {
+                api_error(diags, format!("Cannot create service {name}"), &e);
+                return None;
+            }
+        };
+        let state = planned.fill_from(&created);
+        if let Err(e) = c
+            .client
+            .upload_service_code(&ns, &name, zip, &sha256, &hash)
+            .await
+        {
+            api_error(
+                diags,
+                format!("Cannot upload the code of service {name}"),
+                &e,
+            );
+            return Some((state.resolve_unknowns(), private));
+        }
+        let state = Self::wait_ready(diags, &c, state, Some(&sha256)).await;
+        Some((state, private))
+    }
+
+    async fn update<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        prior: Self::State<'a>,
+        planned: Self::State<'a>,
+        _config: Self::State<'a>,
+        private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let c: Arc<Configured> = self.shared.get(diags)?;
+        let name = planned.name.as_ref_option().cloned().unwrap_or_default();
+        let ns = fields::namespace_of(&prior.namespace, &c);
+        let mut patch = UpdateService::default();
+        if planned.runtime != prior.runtime {
+            patch.runtime = planned.runtime.as_ref_option().cloned();
+        }
+        if planned.entrypoint != prior.entrypoint || planned.command != prior.command {
+            patch.entrypoint = planned.entrypoint.as_ref_option().cloned();
+            // An empty list clears the command.
+            patch.command = Some(planned.command_vec().unwrap_or_default());
+        }
+        if planned.env_vars != prior.env_vars {
+            patch.env_vars = Some(env_at_apply(diags, &planned.env_vars)?);
+        }
+        if planned.memory_mb != prior.memory_mb {
+            patch.memory_mb = planned.memory_mb.as_ref_option().copied();
+        }
+        if planned.timeout_sec != prior.timeout_sec {
+            patch.timeout_sec = planned.timeout_sec.as_ref_option().copied();
+        }
+        if planned.health_path != prior.health_path {
+            patch.health_path = planned.health_path.as_ref_option().cloned();
+        }
+        let upload = planned.code_hash != prior.code_hash
+            || prior.phase.as_ref_option().map(String::as_str) != Some(READY);
+        let pkg = if upload {
+            Some(package(diags, &planned.source_dir, &planned.code_hash)?)
+        } else {
+            None
+        };
+        let mut state = planned;
+        state.namespace = Value::Value(ns.clone());
+        state.url = prior.url.clone();
+        if patch != UpdateService::default() {
+            match c.client.update_service(&ns, &name, &patch).await {
+                Ok(s) => state = state.fill_from(&s),
+                Err(e) => {
+                    api_error(diags, format!("Cannot update service {name}"), &e);
+                    return None;
+                }
+            }
+        }
+        let mut sha = None;
+        if let Some(p) = pkg {
+            if let Err(e) = c
+                .client
+                .upload_service_code(&ns, &name, p.zip, &p.sha256, &p.hash)
+                .await
+            {
+                api_error(
+                    diags,
+                    format!("Cannot upload the code of service {name}"),
+                    &e,
+                );
+                let mut s = state.resolve_unknowns();
+                s.code_hash = prior.code_hash.clone();
+                return Some((s, private));
+            }
+            sha = Some(p.sha256);
+        }
+        let state = Self::wait_ready(diags, &c, state, sha.as_deref()).await;
+        Some((state, private))
+    }
+
+    async fn import<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        id: String,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        fields::import_unsupported(diags, "sless_service", "service", &id);
+        None
+    }
+
+    async fn destroy<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        prior: Self::State<'a>,
+        _private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<()> {
+        let c = self.shared.get(diags)?;
+        let name = prior.name.as_ref_option().cloned().unwrap_or_default();
+        let ns = fields::namespace_of(&prior.namespace, &c);
+        fields::delete_and_wait(
+            diags,
+            "service",
+            &name,
+            Self::wait_timeout(&prior, &c),
+            c.client.delete_service(&ns, &name).await,
+            || c.client.get_service(&ns, &name),
+        )
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::Snapshot;
+    use std::path::Path;
+
+    fn v(s: &str) -> Value<String> {
+        Value::Value(s.to_string())
+    }
+
+    fn res() -> ServiceResource {
+        ServiceResource::new(Shared::default())
+    }
+
+    fn src() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("app.py"), "print('serving')\n").unwrap();
+        d
+    }
+
+    fn config(dir: &Path) -> ServiceState {
+        ServiceState {
+            name: v("web"),
+            runtime: v("python3.11"),
+            entrypoint: v("app.py"),
+            source_dir: v(dir.to_str().unwrap()),
+            env_vars: Value::Value([("GREETING".to_string(), v("hi"))].into()),
+            ..Default::default()
+        }
+    }
+
+    fn applied(cfg: &ServiceState) -> ServiceState {
+        let mut s = cfg.clone();
+        s.id = v("sless-2bd806c9/web");
+        s.namespace = v("sless-2bd806c9");
+        s.url = v("http://127.0.0.1:9/s/sless-2bd806c9/web");
+        s.phase = v("Ready");
+        s.code_hash = v(
+            &Snapshot::read(Path::new(cfg.source_dir.as_ref_option().unwrap()))
+                .unwrap()
+                .hash(),
+        );
+        s.last_built_at = v("2026-01-01T00:00:00Z");
+        s.memory_mb = Value::Value(128);
+        s.timeout_sec = Value::Value(30);
+        s.health_path = v("/");
+        s
+    }
+
+    fn proposed(prior: &ServiceState, cfg: &ServiceState) -> ServiceState {
+        let mut p = prior.clone();
+        p.name = cfg.name.clone();
+        p.runtime = cfg.runtime.clone();
+        p.entrypoint = cfg.entrypoint.clone();
+        p.command = cfg.command.clone();
+        p.source_dir = cfg.source_dir.clone();
+        p.env_vars = cfg.env_vars.clone();
+        p.wait_timeout_sec = cfg.wait_timeout_sec;
+        if cfg.memory_mb.is_value() {
+            p.memory_mb = cfg.memory_mb;
+        }
+        p
+    }
+
+    async fn plan_update(prior: &ServiceState, cfg: &ServiceState) -> ServiceState {
+        let mut diags = Diagnostics::default();
+        let (planned, _, replace) = res()
+            .plan_update(
+                &mut diags,
+                prior.clone(),
+                proposed(prior, cfg),
+                cfg.clone(),
+                Value::Null,
+                Value::Null,
+            )
+            .await
+            .unwrap();
+        assert!(diags.errors.is_empty(), "{:?}", diags.errors);
+        assert!(replace.is_empty());
+        planned
+    }
+
+    async fn validate_errors(cfg: ServiceState) -> Vec<AttributePath> {
+        let mut diags = Diagnostics::default();
+        res().validate(&mut diags, cfg).await;
+        diags.errors.into_iter().map(|d| d.attribute).collect()
+    }
+
+    #[test]
+    fn state_keys_match_the_schema() {
+        let bytes = rmp_serde::to_vec_named(&ServiceState::default()).unwrap();
+        let m: std::collections::HashMap<String, serde::de::IgnoredAny> =
+            rmp_serde::from_slice(&bytes).unwrap();
+        let mut keys: Vec<_> = m.keys().cloned().collect();
+        keys.sort();
+        let schema = res().schema(&mut Diagnostics::default()).unwrap();
+        let mut want: Vec<_> = schema.block.attributes.keys().cloned().collect();
+        want.sort();
+        assert_eq!(keys, want);
+    }
+
+    #[tokio::test]
+    async fn unchanged_config_plans_no_change() {
+        let d = src();
+        let cfg = config(d.path());
+        let prior = applied(&cfg);
+        assert_eq!(plan_update(&prior, &cfg).await, prior);
+    }
+
+    #[tokio::test]
+    async fn memory_and_env_changes_are_in_place_without_rebuild() {
+        let d = src();
+        let cfg = config(d.path());
+        let prior = applied(&cfg);
+        let mut c = cfg.clone();
+        c.memory_mb = Value::Value(256);
+        c.env_vars = Value::Value([("GREETING".to_string(), v("bonjour"))].into());
+        let planned = plan_update(&prior, &c).await;
+        assert_eq!(planned.last_built_at, prior.last_built_at);
+        assert_eq!(planned.phase, prior.phase);
+        assert_eq!(planned.url, prior.url);
+        assert_eq!(planned.memory_mb, Value::Value(256));
+    }
+
+    #[tokio::test]
+    async fn a_code_change_rebuilds() {
+        let d = src();
+        let cfg = config(d.path());
+        let prior = applied(&cfg);
+        std::fs::write(d.path().join("app.py"), "print('v2')\n").unwrap();
+        let planned = plan_update(&prior, &cfg).await;
+        assert!(planned.last_built_at.is_unknown());
+        assert_ne!(planned.code_hash, prior.code_hash);
+        assert_eq!(planned.url, prior.url);
+    }
+
+    #[tokio::test]
+    async fn entrypoint_and_command_are_checked() {
+        let d = src();
+        let mut c = config(d.path());
+        c.entrypoint = v("../app.py");
+        assert_eq!(
+            validate_errors(c).await,
+            vec![AttributePath::new("entrypoint")]
+        );
+        let mut c = config(d.path());
+        c.command = Value::Value(vec![v("python3"), v("app.py")]);
+        assert_eq!(
+            validate_errors(c).await,
+            vec![AttributePath::new("command")]
+        );
+        let mut c = config(d.path());
+        c.entrypoint = Value::Null;
+        assert_eq!(
+            validate_errors(c).await,
+            vec![AttributePath::new("entrypoint")]
+        );
+        let mut c = config(d.path());
+        c.entrypoint = Value::Null;
+        c.command = Value::Value(vec![v("python3"), v("app.py")]);
+        assert!(validate_errors(c).await.is_empty());
+        let mut c = config(d.path());
+        c.health_path = v("healthz");
+        assert_eq!(
+            validate_errors(c).await,
+            vec![AttributePath::new("health_path")]
+        );
+        assert!(validate_errors(config(d.path())).await.is_empty());
+    }
+}
