@@ -75,6 +75,7 @@ pub struct ServeArgs {
     #[arg(long, env = "SLESS_PUBLIC_URL")]
     pub public_url: Option<String>,
 
+    /// Token verification options.
     #[command(flatten)]
     pub auth: AuthArgs,
 
