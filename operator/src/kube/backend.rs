@@ -179,9 +179,16 @@ impl KubeBackend {
         let shutdown = async move {
             let _ = rx.wait_for(|s| *s).await;
         };
-        let handle = tokio::spawn(function::run(ctx, shutdown));
+        let mut rx2 = self.stop.subscribe();
+        let shutdown2 = async move {
+            let _ = rx2.wait_for(|s| *s).await;
+        };
+        let handles = [
+            tokio::spawn(function::run(ctx.clone(), shutdown)),
+            tokio::spawn(super::trigger::run(ctx, shutdown2)),
+        ];
         if let Ok(mut c) = self.controllers.lock() {
-            c.push(handle);
+            c.extend(handles);
         }
     }
 

@@ -73,7 +73,8 @@ impl Ctx {
         }
     }
 
-    fn reset_failures(&self, key: &str) {
+    /// Forgets the failures of `key` after a successful reconcile.
+    pub fn reset_failures(&self, key: &str) {
         if let Ok(mut f) = self.failures.lock() {
             f.remove(key);
         }
@@ -93,7 +94,14 @@ impl Ctx {
         Duration::from_secs(secs.min(300))
     }
 
-    async fn event(&self, f: &Function, type_: EventType, reason: &str, note: String) {
+    /// Publishes an event on `obj` (failures are logged, never fatal).
+    pub async fn event<K: Resource<DynamicType = ()>>(
+        &self,
+        obj: &K,
+        type_: EventType,
+        reason: &str,
+        note: String,
+    ) {
         let ev = Event {
             type_,
             reason: reason.to_string(),
@@ -101,7 +109,7 @@ impl Ctx {
             action: "Reconcile".to_string(),
             secondary: None,
         };
-        if let Err(e) = self.recorder.publish(&ev, &f.object_ref(&())).await {
+        if let Err(e) = self.recorder.publish(&ev, &obj.object_ref(&())).await {
             tracing::warn!(error = %e, "cannot publish an event");
         }
     }
@@ -175,8 +183,20 @@ pub fn error_policy(f: Arc<Function>, err: &KubeError, ctx: Arc<Ctx>) -> Action 
     Action::requeue(ctx.failure_backoff(&key_of(&f)))
 }
 
-fn is_status(e: &kube::Error, code: u16) -> bool {
+pub(crate) fn is_status(e: &kube::Error, code: u16) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == code)
+}
+
+/// Deletes `name` (in the background), treating "already gone" as done.
+pub(crate) async fn delete_if_present<K>(api: &Api<K>, name: &str) -> Result<(), KubeError>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(e) if is_status(&e, 404) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 async fn patch_status(
@@ -304,7 +324,7 @@ async fn apply(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
             );
             patch_status(&api, &name, &old, &st).await?;
             ctx.event(
-                &f,
+                f.as_ref(),
                 EventType::Normal,
                 "BuildStarted",
                 format!("building {image} in Job {deploy_ns}/{job_name}"),
@@ -355,7 +375,7 @@ async fn apply(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
             );
             if status_changed(&old, &st) {
                 ctx.event(
-                    &f,
+                    f.as_ref(),
                     EventType::Warning,
                     "BuildFailed",
                     st.message.clone().unwrap_or_default(),
@@ -377,7 +397,7 @@ async fn apply(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
                 st.code_sha256 = Some(code.sha256.clone());
                 set_condition(&mut st.conditions, "Built", true, "Built", &image);
                 ctx.event(
-                    &f,
+                    f.as_ref(),
                     EventType::Normal,
                     "BuildSucceeded",
                     format!("built {image}"),
@@ -388,7 +408,7 @@ async fn apply(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
             let ready = st.phase.as_deref() == Some("Ready");
             if ready && old.phase.as_deref() != Some("Ready") {
                 ctx.event(
-                    &f,
+                    f.as_ref(),
                     EventType::Normal,
                     "Ready",
                     "the function serves".to_string(),

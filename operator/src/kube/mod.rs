@@ -1,6 +1,7 @@
 //! The Kubernetes backend: the REST API's objects are custom resources
 //! ([`crd`]) reconciled by kube-rs controllers ([`function`]); code goes to an
-//! S3-compatible object store ([`objstore`]); builds run as kaniko Jobs from a
+//! S3-compatible object store ([`objstore`]); triggers become Ingresses or
+//! CronJobs ([`trigger`]); builds run as kaniko Jobs from a
 //! context the operator prepares ([`context`]); every child object comes from
 //! a pure builder ([`builders`]) and is named by [`names`]. See
 //! `docs/kubernetes.md`.
@@ -17,6 +18,7 @@ pub mod crd;
 pub mod function;
 pub mod names;
 pub mod objstore;
+pub mod trigger;
 
 pub use backend::KubeBackend;
 
