@@ -476,3 +476,161 @@ fn kube_backend_without_a_cluster_exits_with_a_message() {
     assert!(!status.success());
     assert!(stderr.to_lowercase().contains("kube"), "{stderr}");
 }
+
+/// An EC P-256 key pair made by openssl: the private key PEM and the JWK
+/// coordinates of the public key.
+struct EcKey {
+    pem: Vec<u8>,
+    x: String,
+    y: String,
+}
+
+fn openssl_ec(dir: &Path, name: &str) -> EcKey {
+    let path = dir.join(format!("{name}.pem"));
+    let out = Command::new("openssl")
+        .args([
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-out",
+        ])
+        .arg(&path)
+        .output()
+        .expect("openssl must be installed to run this test");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new("openssl")
+        .args(["pkey", "-pubout", "-outform", "DER", "-in"])
+        .arg(&path)
+        .output()
+        .expect("openssl pkey");
+    assert!(out.status.success());
+    // The DER SubjectPublicKeyInfo ends with the uncompressed point 04 || x || y.
+    let der = out.stdout;
+    let point = &der[der.len() - 65..];
+    assert_eq!(point[0], 4, "uncompressed point");
+    EcKey {
+        pem: std::fs::read(&path).unwrap(),
+        x: URL_SAFE_NO_PAD.encode(&point[1..33]),
+        y: URL_SAFE_NO_PAD.encode(&point[33..]),
+    }
+}
+
+/// A tiny JWKS server: answers every request with the current document and
+/// counts the requests.
+struct JwksServer {
+    url: String,
+    doc: std::sync::Arc<std::sync::Mutex<String>>,
+    hits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl JwksServer {
+    fn start(doc: &Value) -> JwksServer {
+        use std::io::{Read as _, Write as _};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!(
+            "http://{}/.well-known/jwks.json",
+            listener.local_addr().unwrap()
+        );
+        let shared = std::sync::Arc::new(std::sync::Mutex::new(doc.to_string()));
+        let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (d, h) = (shared.clone(), hits.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut s) = stream else { continue };
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                h.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let body = d.lock().unwrap().clone();
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        JwksServer {
+            url,
+            doc: shared,
+            hits,
+        }
+    }
+
+    fn set(&self, doc: &Value) {
+        *self.doc.lock().unwrap() = doc.to_string();
+    }
+
+    fn hits(&self) -> usize {
+        self.hits.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+fn es256(key: &EcKey, kid: &str, claims: &Value) -> String {
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some(kid.to_string());
+    jsonwebtoken::encode(
+        &header,
+        claims,
+        &EncodingKey::from_ec_pem(&key.pem).expect("ec pem"),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn jwks_url_with_rotation_and_es256() {
+    let keys = tempfile::tempdir().unwrap();
+    let rsa = openssl_rsa(keys.path(), "rsa");
+    let ec = openssl_ec(keys.path(), "ec");
+    let rsa_jwk = json!({"kty": "RSA", "alg": "RS256", "kid": "r1", "n": rsa.n, "e": rsa.e});
+    let ec_jwk =
+        json!({"kty": "EC", "crv": "P-256", "alg": "ES256", "kid": "e1", "x": ec.x, "y": ec.y});
+    let server = JwksServer::start(&json!({"keys": [rsa_jwk]}));
+    let op = Operator::start_with(&["--jwks-url", &server.url]);
+    assert_eq!(server.hits(), 1, "the JWKS is fetched at startup");
+
+    let ns = namespace_for_sub("erin");
+    let claims = json!({"sub": "erin", "exp": now() + 600});
+    let (code, body) = list(
+        &op,
+        &ns,
+        Some(&format!("Bearer {}", rs256(&rsa, Some("r1"), &claims))),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+
+    // The IdP adds an ES256 key: a token naming it triggers one re-fetch.
+    server.set(&json!({"keys": [rsa_jwk, ec_jwk]}));
+    let es = es256(&ec, "e1", &claims);
+    let (code, body) = list(&op, &ns, Some(&format!("Bearer {es}"))).await;
+    assert_eq!(code, 200, "{body}\n{}", op.log());
+    assert_eq!(server.hits(), 2);
+
+    // Unknown kids do not hammer the IdP: re-fetches are rate-limited.
+    for i in 0..5 {
+        let t = rs256(&rsa, Some(&format!("nope-{i}")), &claims);
+        assert_401(
+            "unknown kid",
+            list(&op, &ns, Some(&format!("Bearer {t}"))).await,
+            "nope",
+        );
+    }
+    assert!(server.hits() <= 3, "{} fetches", server.hits());
+
+    // An ES256 token signed by another EC key fails.
+    let other = openssl_ec(keys.path(), "other-ec");
+    assert_401(
+        "other ec key",
+        list(
+            &op,
+            &ns,
+            Some(&format!("Bearer {}", es256(&other, "e1", &claims))),
+        )
+        .await,
+        "signature",
+    );
+}
