@@ -7,6 +7,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib/tools.sh"
 cd "$SLESS_ROOT"
 ensure_all
+ensure_test_tools
 
 say "cargo fmt --check"
 cargo fmt --all -- --check

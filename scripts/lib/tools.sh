@@ -46,9 +46,18 @@ ensure_node() {
 }
 
 ensure_build_tools() {
-  # rusqlite bundles SQLite (C) and needs a C compiler; zip/gpg/openssl for tests.
+  # rusqlite bundles SQLite (C) and needs a C compiler; curl for the quick start.
   command -v cc >/dev/null 2>&1 || apt_install gcc libc6-dev
   command -v curl >/dev/null 2>&1 || apt_install curl
+}
+
+ensure_test_tools() {
+  # The tests generate RSA/EC keys and certificates (openssl), sign releases (gnupg),
+  # and pack npm tarballs (tar).
+  command -v openssl >/dev/null 2>&1 || apt_install openssl
+  command -v gpg >/dev/null 2>&1 || apt_install gnupg
+  command -v gpgv >/dev/null 2>&1 || apt_install gpgv
+  command -v tar >/dev/null 2>&1 || apt_install tar
 }
 
 ensure_terraform() {
