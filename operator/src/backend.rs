@@ -6,6 +6,7 @@
 use crate::Result;
 use bytes::Bytes;
 use sless_wire::function::{FunctionSpec, LogKind, NamespaceInfo};
+use sless_wire::trigger::{Trigger, TriggerSpec, UpdateTrigger};
 use sless_wire::{Function, UpdateFunction};
 use std::time::Duration;
 
@@ -83,6 +84,56 @@ pub trait Backend: Send + Sync + 'static {
     /// `NotReady` while it builds or restarts.
     async fn invoke_target(&self, namespace: &str, name: &str) -> Result<InvokeTarget>;
 
+    /// Creates a trigger. Its function may not exist yet (phase Waiting).
+    /// `Error::AlreadyExists` when the name is taken.
+    async fn create_trigger(
+        &self,
+        _namespace: &str,
+        _name: &str,
+        _spec: TriggerSpec,
+    ) -> Result<Trigger> {
+        Err(triggers_unsupported())
+    }
+
+    /// Reads one trigger, with its phase as of now.
+    async fn get_trigger(&self, _namespace: &str, _name: &str) -> Result<Trigger> {
+        Err(triggers_unsupported())
+    }
+
+    /// Lists a namespace's triggers sorted by name.
+    async fn list_triggers(&self, _namespace: &str) -> Result<Vec<Trigger>> {
+        Err(triggers_unsupported())
+    }
+
+    /// Applies a partial update; a cron schedule change takes effect at once.
+    async fn update_trigger(
+        &self,
+        _namespace: &str,
+        _name: &str,
+        _update: UpdateTrigger,
+    ) -> Result<Trigger> {
+        Err(triggers_unsupported())
+    }
+
+    /// Deletes a trigger; no run starts after this returns.
+    async fn delete_trigger(&self, _namespace: &str, _name: &str) -> Result<()> {
+        Err(triggers_unsupported())
+    }
+
+    /// The trigger's log (cron runs and skipped ticks), optionally its last `tail` lines.
+    async fn read_trigger_logs(
+        &self,
+        _namespace: &str,
+        _name: &str,
+        _tail: Option<usize>,
+    ) -> Result<String> {
+        Err(triggers_unsupported())
+    }
+
     /// Stops everything the backend runs (function processes, builds) cleanly.
     async fn shutdown(&self);
+}
+
+fn triggers_unsupported() -> crate::Error {
+    crate::Error::Unsupported("triggers are not supported by this backend yet".into())
 }

@@ -19,8 +19,10 @@ pub mod logs;
 pub mod namespaces;
 pub mod openapi;
 pub mod proxy;
+pub mod public;
 pub mod router;
 pub mod server;
+pub mod triggers;
 
 use crate::auth::Verifier;
 use crate::backend::Backend;

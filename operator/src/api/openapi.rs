@@ -1,6 +1,6 @@
 //! The OpenAPI document, generated from the handlers and wire types.
 
-use super::{code, functions, invoke, logs, namespaces, router};
+use super::{code, functions, invoke, logs, namespaces, public, router, triggers};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use std::sync::OnceLock;
@@ -27,6 +27,14 @@ use utoipa::{Modify, OpenApi};
         logs::read,
         invoke::invoke,
         invoke::invoke_rest,
+        triggers::create,
+        triggers::list,
+        triggers::get,
+        triggers::update,
+        triggers::delete,
+        triggers::logs,
+        public::trigger,
+        public::trigger_rest,
     ),
     components(schemas(
         sless_wire::ErrorBody,
@@ -42,12 +50,23 @@ use utoipa::{Modify, OpenApi};
         sless_wire::Runtime,
         sless_wire::FunctionList,
         sless_wire::function::LogKind,
+        sless_wire::trigger::CreateTrigger,
+        sless_wire::trigger::UpdateTrigger,
+        sless_wire::trigger::Trigger,
+        sless_wire::trigger::TriggerSpec,
+        sless_wire::trigger::TriggerStatus,
+        sless_wire::trigger::TriggerPhase,
+        sless_wire::trigger::TriggerRun,
+        sless_wire::trigger::TriggerType,
+        sless_wire::trigger::TriggerList,
     )),
     modifiers(&BearerAuth),
     tags(
         (name = "namespaces", description = "The caller's namespace"),
         (name = "functions", description = "Functions: definition, code, logs"),
         (name = "invoke", description = "Calling a function through the operator"),
+        (name = "triggers", description = "Triggers: http (a public URL) and cron (a schedule)"),
+        (name = "public", description = "Unauthenticated public URLs of http triggers"),
         (name = "meta", description = "Health and this document"),
     )
 )]
@@ -114,6 +133,11 @@ mod tests {
             "/v1/namespaces/{ns}/functions/{name}/code",
             "/v1/namespaces/{ns}/functions/{name}/logs",
             "/v1/namespaces/{ns}/functions/{name}/invoke",
+            "/v1/namespaces/{ns}/triggers",
+            "/v1/namespaces/{ns}/triggers/{name}",
+            "/v1/namespaces/{ns}/triggers/{name}/logs",
+            "/t/{ns}/{name}",
+            "/t/{ns}/{name}/{rest}",
         ] {
             assert!(paths.contains_key(p), "missing {p}");
         }

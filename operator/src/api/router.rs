@@ -1,7 +1,7 @@
 //! The route table, the fallbacks (404/405 as JSON) and request logging.
 
 use super::error::ApiFailure;
-use super::{AppState, code, functions, invoke, logs, namespaces, openapi};
+use super::{AppState, code, functions, invoke, logs, namespaces, openapi, public, triggers};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{StatusCode, Uri};
@@ -33,11 +33,30 @@ pub fn router(state: AppState) -> Router {
         .route(
             &format!("{FUNCTION}/invoke/{{*rest}}"),
             any(invoke::invoke_rest),
+        )
+        .route(
+            "/v1/namespaces/{ns}/triggers",
+            get(triggers::list).post(triggers::create),
+        )
+        .route(
+            "/v1/namespaces/{ns}/triggers/{name}",
+            get(triggers::get)
+                .patch(triggers::update)
+                .delete(triggers::delete),
+        )
+        .route(
+            "/v1/namespaces/{ns}/triggers/{name}/logs",
+            get(triggers::logs),
         );
+    let public_routes = Router::new()
+        .route("/t/{ns}/{name}", any(public::trigger))
+        .route("/t/{ns}/{name}/", any(public::trigger))
+        .route("/t/{ns}/{name}/{*rest}", any(public::trigger_rest));
     Router::new()
         .route(sless_wire::paths::HEALTHZ, get(healthz))
         .route(sless_wire::paths::OPENAPI, get(openapi::serve))
         .merge(v1)
+        .merge(public_routes)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // Extractors enforce their own limits (JSON and code bodies).

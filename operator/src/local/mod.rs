@@ -12,11 +12,13 @@
 //! not-yet-ready process (their process groups are killed on drop).
 
 pub mod build;
+pub mod cron;
 pub mod db;
 pub mod logs;
 pub mod process;
 pub mod store;
 pub mod supervisor;
+pub mod triggers;
 
 use crate::backend::{Backend, CodeBundle, InvokeTarget};
 use crate::runtimes::{self, RuntimePaths};
@@ -25,6 +27,7 @@ use db::{Db, now_rfc3339};
 use logs::Logs;
 use sless_wire::function::{FunctionSpec, FunctionStatus, LogKind, NamespaceInfo};
 use sless_wire::runtime::Language;
+use sless_wire::trigger::{Trigger, TriggerSpec, UpdateTrigger};
 use sless_wire::{Function, Phase, UpdateFunction, paths};
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -109,6 +112,8 @@ struct Inner {
     shutting_down: AtomicBool,
     /// flock on `local.lock`: one operator per data dir; released by `shutdown`.
     lock: Mutex<Option<std::fs::File>>,
+    /// Triggers: their table, logs and cron schedulers.
+    triggers: triggers::Triggers,
 }
 
 /// The local backend.
@@ -166,6 +171,7 @@ impl LocalBackend {
             remove_tmp_dirs(&data_dir.join("deps").join(lang));
         }
 
+        let trigger_state = triggers::Triggers::open(&data_dir, opts.log_max_bytes)?;
         let inner = Arc::new(Inner {
             logs: Arc::new(Logs::new(data_dir.join("logs"), opts.log_max_bytes)),
             store: CodeStore::new(data_dir.join("code")),
@@ -176,6 +182,7 @@ impl LocalBackend {
             next_generation: AtomicU64::new(0),
             shutting_down: AtomicBool::new(false),
             lock: Mutex::new(Some(lock)),
+            triggers: trigger_state,
         });
         let mut restored = 0;
         for f in inner.db.all_functions()? {
@@ -188,7 +195,8 @@ impl LocalBackend {
             inner.schedule_locked(&mut slots, key(&f.namespace, &f.name), plan);
             restored += 1;
         }
-        tracing::info!(data_dir = %data_dir.display(), restored, "local backend started");
+        let cron_triggers = inner.triggers.restore(&inner).await?;
+        tracing::info!(data_dir = %data_dir.display(), restored, cron_triggers, "local backend started");
         Ok(LocalBackend { inner })
     }
 
@@ -813,9 +821,51 @@ impl Backend for LocalBackend {
         }))
     }
 
+    async fn create_trigger(
+        &self,
+        namespace: &str,
+        name: &str,
+        spec: TriggerSpec,
+    ) -> Result<Trigger> {
+        let inner = &self.inner;
+        inner.triggers.create(inner, namespace, name, spec).await
+    }
+
+    async fn get_trigger(&self, namespace: &str, name: &str) -> Result<Trigger> {
+        self.inner.triggers.get(&self.inner, namespace, name)
+    }
+
+    async fn list_triggers(&self, namespace: &str) -> Result<Vec<Trigger>> {
+        self.inner.triggers.list(&self.inner, namespace)
+    }
+
+    async fn update_trigger(
+        &self,
+        namespace: &str,
+        name: &str,
+        update: UpdateTrigger,
+    ) -> Result<Trigger> {
+        let inner = &self.inner;
+        inner.triggers.update(inner, namespace, name, update).await
+    }
+
+    async fn delete_trigger(&self, namespace: &str, name: &str) -> Result<()> {
+        self.inner.triggers.delete(namespace, name).await
+    }
+
+    async fn read_trigger_logs(
+        &self,
+        namespace: &str,
+        name: &str,
+        tail: Option<usize>,
+    ) -> Result<String> {
+        self.inner.triggers.read_logs(namespace, name, tail).await
+    }
+
     async fn shutdown(&self) {
         let inner = &self.inner;
         inner.shutting_down.store(true, Ordering::SeqCst);
+        inner.triggers.shutdown().await;
         let slots: Vec<Slot> = inner.lock_slots().drain().map(|(_, s)| s).collect();
         let mut procs = Vec::new();
         for slot in slots {
