@@ -289,20 +289,61 @@ pub struct SlessServiceSpec {
     /// Runtime: `python3.11` or `nodejs20`.
     #[schemars(schema_with = "runtime_schema")]
     pub runtime: String,
-    /// `module.function`.
-    pub entrypoint: String,
-    /// Environment variables (sorted).
+    /// The script to run, relative to the code root (when no `command`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entrypoint: Option<String>,
+    /// A full command line instead of `entrypoint`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    /// Environment variables (sorted; `PORT` is set by the platform).
     #[serde(default)]
     pub env_vars: BTreeMap<String, String>,
     /// Memory limit in MiB.
     #[schemars(range(min = 64, max = 4096))]
     pub memory_mb: u32,
-    /// Per-request timeout in seconds.
+    /// Per-request timeout in seconds at the proxy.
     #[schemars(range(min = 1, max = 900))]
     pub timeout_sec: u32,
+    /// Readiness path.
+    #[serde(default = "root_path")]
+    pub health_path: String,
     /// The uploaded code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<CodeRef>,
+}
+
+fn root_path() -> String {
+    "/".to_string()
+}
+
+impl From<&sless_wire::ServiceSpec> for SlessServiceSpec {
+    fn from(s: &sless_wire::ServiceSpec) -> Self {
+        SlessServiceSpec {
+            runtime: s.runtime.as_str().to_string(),
+            entrypoint: s.entrypoint.clone(),
+            command: s.command.clone(),
+            env_vars: s.env_vars.clone(),
+            memory_mb: s.memory_mb,
+            timeout_sec: s.timeout_sec,
+            health_path: s.health_path.clone(),
+            code: None,
+        }
+    }
+}
+
+impl SlessServiceSpec {
+    /// The wire spec, or the unknown runtime name.
+    pub fn to_wire(&self) -> Result<sless_wire::ServiceSpec, String> {
+        Ok(sless_wire::ServiceSpec {
+            runtime: self.runtime.parse().map_err(|_| self.runtime.clone())?,
+            entrypoint: self.entrypoint.clone(),
+            command: self.command.clone(),
+            env_vars: self.env_vars.clone(),
+            memory_mb: self.memory_mb,
+            timeout_sec: self.timeout_sec,
+            health_path: self.health_path.clone(),
+        })
+    }
 }
 
 /// Observed state of a service.
