@@ -439,11 +439,21 @@ impl Client {
             .await
     }
 
-    /// The last `tail` lines of a job's build and run output.
-    pub async fn job_log(&self, ns: &str, name: &str, tail: usize) -> Result<String, ClientError> {
+    /// The last `tail` lines of a job's log: `kind` is `build` (unpack,
+    /// dependency install) or `run` (the entrypoint's stdout and stderr).
+    pub async fn job_log(
+        &self,
+        ns: &str,
+        name: &str,
+        kind: &str,
+        tail: usize,
+    ) -> Result<String, ClientError> {
         let tail = tail.to_string();
-        self.get_text(&paths::job_logs(ns, name), &[("tail", tail.as_str())])
-            .await
+        self.get_text(
+            &paths::job_logs(ns, name),
+            &[("kind", kind), ("tail", tail.as_str())],
+        )
+        .await
     }
 
     /// `POST /v1/namespaces/{ns}/services`.

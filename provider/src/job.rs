@@ -183,6 +183,23 @@ fn settled(j: &Job) -> bool {
     j.status.observed_generation >= j.generation && j.status.phase.is_terminal()
 }
 
+/// The tail of the run output of a failed job, else of its build log.
+async fn failure_output(c: &Configured, ns: &str, name: &str) -> String {
+    let mut errors = Vec::new();
+    for kind in ["run", "build"] {
+        match c.client.job_log(ns, name, kind, JOB_LOG_TAIL_LINES).await {
+            Ok(l) if !l.trim().is_empty() => return format!("{kind} log:\n{}", l.trim_end()),
+            Ok(_) => {}
+            Err(e) => errors.push(format!("(could not fetch the {kind} log: {e})")),
+        }
+    }
+    if errors.is_empty() {
+        "(the output is empty)".to_string()
+    } else {
+        errors.join("\n")
+    }
+}
+
 /// The `sless_job` resource.
 #[derive(Debug, Clone)]
 pub struct JobResource {
@@ -237,15 +254,11 @@ impl JobResource {
         match poll(timeout, look).await {
             Ok(Outcome::Done(j)) => (Some(j), true),
             Ok(Outcome::Failed(j, why)) => {
-                let log = match c.client.job_log(ns, name, JOB_LOG_TAIL_LINES).await {
-                    Ok(l) if !l.trim().is_empty() => l,
-                    Ok(_) => "(the output is empty)".to_string(),
-                    Err(e) => format!("(could not fetch the output: {e})"),
-                };
+                let log = failure_output(c, ns, name).await;
                 diags.root_error(
                     format!("Job {name} failed"),
                     format!(
-                        "Job {name} (runtime {}, entrypoint {}) failed: {}\n\nLast {JOB_LOG_TAIL_LINES} lines of its output:\n{}",
+                        "Job {name} (runtime {}, entrypoint {}) failed: {}\n\nLast {JOB_LOG_TAIL_LINES} lines of its {}",
                         j.spec.runtime,
                         j.spec.entrypoint,
                         if why.is_empty() { "no error message" } else { why.as_str() },
