@@ -418,6 +418,21 @@ async fn cron_trigger_runs_on_schedule_and_never_overlaps() {
         "{log}"
     );
 
+    // A payload update takes effect at once.
+    let (s, t) = trigger_req(
+        &c,
+        Method::PATCH,
+        Some("tick"),
+        Some(json!({"payload": "{\"job\": \"v2\"}"})),
+    )
+    .await;
+    assert_eq!(s, 200, "{t}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !marks(&fast_file).iter().any(|m| m.3.contains("v2")) {
+        assert!(Instant::now() < deadline, "the new payload was never sent");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
     // Disabled: no more runs, next_run_at gone.
     let (s, t) = trigger_req(
         &c,

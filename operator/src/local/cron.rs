@@ -263,3 +263,23 @@ async fn run_once(
     );
     run.finish(id);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_second_run_cannot_begin_until_the_first_finishes() {
+        let run = RunState::default();
+        run.try_begin(1, "t1").unwrap();
+        assert_eq!(run.try_begin(2, "t2").unwrap_err(), "t1");
+        run.finish(2); // not the running one: no effect
+        assert!(run.try_begin(3, "t3").is_err());
+        run.finish(1);
+        run.try_begin(4, "t4").unwrap();
+        let task = tokio::spawn(std::future::pending::<()>());
+        run.attach(4, task);
+        run.cancel().await;
+        run.try_begin(5, "t5").unwrap();
+    }
+}
