@@ -8,6 +8,7 @@ use bytes::Bytes;
 use sless_wire::function::{FunctionSpec, LogKind, NamespaceInfo};
 use sless_wire::trigger::{Trigger, TriggerSpec, UpdateTrigger};
 use sless_wire::{Function, UpdateFunction};
+use sless_wire::{Job, JobSpec, Service, ServiceSpec, UpdateJob, UpdateService};
 use std::time::Duration;
 
 /// Where the invoke proxy sends a request for a function.
@@ -130,10 +131,125 @@ pub trait Backend: Send + Sync + 'static {
         Err(triggers_unsupported())
     }
 
+    /// Creates a job in phase Pending (no code yet), generation 1.
+    /// `Error::AlreadyExists` when the name is taken.
+    async fn create_job(&self, _namespace: &str, _name: &str, _spec: JobSpec) -> Result<Job> {
+        Err(unsupported("jobs"))
+    }
+
+    /// Reads one job.
+    async fn get_job(&self, _namespace: &str, _name: &str) -> Result<Job> {
+        Err(unsupported("jobs"))
+    }
+
+    /// Lists a namespace's jobs sorted by name.
+    async fn list_jobs(&self, _namespace: &str) -> Result<Vec<Job>> {
+        Err(unsupported("jobs"))
+    }
+
+    /// Applies a partial update; a change bumps the generation and reruns.
+    async fn update_job(&self, _namespace: &str, _name: &str, _update: UpdateJob) -> Result<Job> {
+        Err(unsupported("jobs"))
+    }
+
+    /// Deletes a job, killing a running build or run.
+    async fn delete_job(&self, _namespace: &str, _name: &str) -> Result<()> {
+        Err(unsupported("jobs"))
+    }
+
+    /// Stores code; new code bumps the generation and runs the job.
+    async fn upload_job_code(
+        &self,
+        _namespace: &str,
+        _name: &str,
+        _code: CodeBundle,
+    ) -> Result<Job> {
+        Err(unsupported("jobs"))
+    }
+
+    /// A job's build or run log, optionally only its last `tail` lines.
+    async fn read_job_logs(
+        &self,
+        _namespace: &str,
+        _name: &str,
+        _kind: LogKind,
+        _tail: Option<usize>,
+    ) -> Result<String> {
+        Err(unsupported("jobs"))
+    }
+
+    /// Creates a service in phase Pending (no code yet).
+    /// `Error::AlreadyExists` when the name is taken.
+    async fn create_service(
+        &self,
+        _namespace: &str,
+        _name: &str,
+        _spec: ServiceSpec,
+    ) -> Result<Service> {
+        Err(unsupported("services"))
+    }
+
+    /// Reads one service.
+    async fn get_service(&self, _namespace: &str, _name: &str) -> Result<Service> {
+        Err(unsupported("services"))
+    }
+
+    /// Lists a namespace's services sorted by name.
+    async fn list_services(&self, _namespace: &str) -> Result<Vec<Service>> {
+        Err(unsupported("services"))
+    }
+
+    /// Applies a partial update: a runtime change rebuilds, anything else
+    /// restarts the process in place without a rebuild.
+    async fn update_service(
+        &self,
+        _namespace: &str,
+        _name: &str,
+        _update: UpdateService,
+    ) -> Result<Service> {
+        Err(unsupported("services"))
+    }
+
+    /// Deletes a service, stopping its build and process.
+    async fn delete_service(&self, _namespace: &str, _name: &str) -> Result<()> {
+        Err(unsupported("services"))
+    }
+
+    /// Stores code and (re)builds and starts the service, once per code version.
+    async fn upload_service_code(
+        &self,
+        _namespace: &str,
+        _name: &str,
+        _code: CodeBundle,
+    ) -> Result<Service> {
+        Err(unsupported("services"))
+    }
+
+    /// A service's build or run log, optionally only its last `tail` lines.
+    async fn read_service_logs(
+        &self,
+        _namespace: &str,
+        _name: &str,
+        _kind: LogKind,
+        _tail: Option<usize>,
+    ) -> Result<String> {
+        Err(unsupported("services"))
+    }
+
+    /// Where the public service URL proxies to: `NotFound` for a missing
+    /// service, `NotReady` while it builds or restarts.
+    async fn service_target(&self, _namespace: &str, _name: &str) -> Result<InvokeTarget> {
+        Err(unsupported("services"))
+    }
+
     /// Stops everything the backend runs (function processes, builds) cleanly.
     async fn shutdown(&self);
 }
 
 fn triggers_unsupported() -> crate::Error {
     crate::Error::Unsupported("triggers are not supported by this backend yet".into())
+}
+
+fn unsupported(what: &str) -> crate::Error {
+    crate::Error::Unsupported(format!("{what} are not supported by this backend yet"))
 }

@@ -43,6 +43,30 @@ pub async fn upload(
     headers: axum::http::HeaderMap,
     body: Body,
 ) -> ApiResult<(StatusCode, Json<Function>)> {
+    let code = receive(&uri, &headers, body).await?;
+    tracing::info!(
+        namespace = %caller.namespace,
+        function = %name,
+        sha256 = %code.sha256,
+        bytes = code.zip.len(),
+        "code uploaded"
+    );
+    let f = state
+        .backend
+        .upload_code(&caller.namespace, &name, code)
+        .await?;
+    Ok((StatusCode::ACCEPTED, Json(f)))
+}
+
+/// Reads and verifies a code upload, for functions, jobs and services alike:
+/// `sha256` in the query (64 hex, 400 `sha256`), the body at most
+/// `CODE_ZIP_MAX_BYTES` (413), its sha256 equal to the claim (400 `sha256`),
+/// and a zip `codezip::inspect` accepts (400 `code`).
+pub async fn receive(
+    uri: &Uri,
+    headers: &axum::http::HeaderMap,
+    body: Body,
+) -> ApiResult<CodeBundle> {
     let query: CodeUpload = parse_query(uri.query())?;
     let claimed = query.sha256.trim().to_ascii_lowercase();
     if claimed.len() != 64 || !claimed.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -52,7 +76,7 @@ pub async fn upload(
         ));
     }
     // A declared length far over the limit is refused without reading.
-    if content_length(&headers).is_some_and(|n| n > 2 * CODE_ZIP_MAX_BYTES as u64) {
+    if content_length(headers).is_some_and(|n| n > 2 * CODE_ZIP_MAX_BYTES as u64) {
         return Err(ApiFailure::too_large("the code zip", CODE_ZIP_MAX_BYTES));
     }
     let mut hasher = Sha256::new();
@@ -74,25 +98,10 @@ pub async fn upload(
         .await
         .map_err(|e| crate::Error::Internal(format!("zip inspection task: {e}")))?
         .map_err(crate::Error::BadZip)?;
-    tracing::info!(
-        namespace = %caller.namespace,
-        function = %name,
-        sha256 = %actual,
-        bytes = zip.len(),
-        entries = summary.entries,
-        "code uploaded"
-    );
-    let f = state
-        .backend
-        .upload_code(
-            &caller.namespace,
-            &name,
-            CodeBundle {
-                zip,
-                sha256: actual,
-                source_hash: query.source_hash,
-            },
-        )
-        .await?;
-    Ok((StatusCode::ACCEPTED, Json(f)))
+    tracing::debug!(entries = summary.entries, "code zip inspected");
+    Ok(CodeBundle {
+        zip,
+        sha256: actual,
+        source_hash: query.source_hash,
+    })
 }

@@ -15,13 +15,16 @@ pub mod error;
 pub mod extract;
 pub mod functions;
 pub mod invoke;
+pub mod jobs;
 pub mod logs;
 pub mod namespaces;
 pub mod openapi;
 pub mod proxy;
 pub mod public;
+pub mod public_services;
 pub mod router;
 pub mod server;
+pub mod services;
 pub mod triggers;
 
 use crate::auth::Verifier;

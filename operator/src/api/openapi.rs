@@ -1,6 +1,7 @@
 //! The OpenAPI document, generated from the handlers and wire types.
 
 use super::{code, functions, invoke, logs, namespaces, public, router, triggers};
+use super::{jobs, public_services, services};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use std::sync::OnceLock;
@@ -35,6 +36,22 @@ use utoipa::{Modify, OpenApi};
         triggers::logs,
         public::trigger,
         public::trigger_rest,
+        jobs::create,
+        jobs::list,
+        jobs::get,
+        jobs::update,
+        jobs::delete,
+        jobs::upload,
+        jobs::logs,
+        services::create,
+        services::list,
+        services::get,
+        services::update,
+        services::delete,
+        services::upload,
+        services::logs,
+        public_services::service,
+        public_services::service_rest,
     ),
     components(schemas(
         sless_wire::ErrorBody,
@@ -59,6 +76,19 @@ use utoipa::{Modify, OpenApi};
         sless_wire::trigger::TriggerRun,
         sless_wire::trigger::TriggerType,
         sless_wire::trigger::TriggerList,
+        sless_wire::CreateJob,
+        sless_wire::UpdateJob,
+        sless_wire::Job,
+        sless_wire::JobSpec,
+        sless_wire::JobStatus,
+        sless_wire::JobPhase,
+        sless_wire::JobList,
+        sless_wire::CreateService,
+        sless_wire::UpdateService,
+        sless_wire::Service,
+        sless_wire::ServiceSpec,
+        sless_wire::ServiceStatus,
+        sless_wire::ServiceList,
     )),
     modifiers(&BearerAuth),
     tags(
@@ -67,6 +97,8 @@ use utoipa::{Modify, OpenApi};
         (name = "invoke", description = "Calling a function through the operator"),
         (name = "triggers", description = "Triggers: http (a public URL) and cron (a schedule)"),
         (name = "public", description = "Unauthenticated public URLs of http triggers"),
+        (name = "jobs", description = "Jobs: run code once with an input and keep its return value"),
+        (name = "services", description = "Services: long-running processes on a public URL"),
         (name = "meta", description = "Health and this document"),
     )
 )]
@@ -138,6 +170,16 @@ mod tests {
             "/v1/namespaces/{ns}/triggers/{name}/logs",
             "/t/{ns}/{name}",
             "/t/{ns}/{name}/{rest}",
+            "/v1/namespaces/{ns}/jobs",
+            "/v1/namespaces/{ns}/jobs/{name}",
+            "/v1/namespaces/{ns}/jobs/{name}/code",
+            "/v1/namespaces/{ns}/jobs/{name}/logs",
+            "/v1/namespaces/{ns}/services",
+            "/v1/namespaces/{ns}/services/{name}",
+            "/v1/namespaces/{ns}/services/{name}/code",
+            "/v1/namespaces/{ns}/services/{name}/logs",
+            "/s/{ns}/{name}",
+            "/s/{ns}/{name}/{rest}",
         ] {
             assert!(paths.contains_key(p), "missing {p}");
         }

@@ -2,6 +2,7 @@
 
 use super::error::ApiFailure;
 use super::{AppState, code, functions, invoke, logs, namespaces, openapi, public, triggers};
+use super::{jobs, public_services, services};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{StatusCode, Uri};
@@ -47,11 +48,42 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/v1/namespaces/{ns}/triggers/{name}/logs",
             get(triggers::logs),
+        )
+        .route(
+            "/v1/namespaces/{ns}/jobs",
+            get(jobs::list).post(jobs::create),
+        )
+        .route(
+            "/v1/namespaces/{ns}/jobs/{name}",
+            get(jobs::get).patch(jobs::update).delete(jobs::delete),
+        )
+        .route("/v1/namespaces/{ns}/jobs/{name}/code", put(jobs::upload))
+        .route("/v1/namespaces/{ns}/jobs/{name}/logs", get(jobs::logs))
+        .route(
+            "/v1/namespaces/{ns}/services",
+            get(services::list).post(services::create),
+        )
+        .route(
+            "/v1/namespaces/{ns}/services/{name}",
+            get(services::get)
+                .patch(services::update)
+                .delete(services::delete),
+        )
+        .route(
+            "/v1/namespaces/{ns}/services/{name}/code",
+            put(services::upload),
+        )
+        .route(
+            "/v1/namespaces/{ns}/services/{name}/logs",
+            get(services::logs),
         );
     let public_routes = Router::new()
         .route("/t/{ns}/{name}", any(public::trigger))
         .route("/t/{ns}/{name}/", any(public::trigger))
-        .route("/t/{ns}/{name}/{*rest}", any(public::trigger_rest));
+        .route("/t/{ns}/{name}/{*rest}", any(public::trigger_rest))
+        .route("/s/{ns}/{name}", any(public_services::service))
+        .route("/s/{ns}/{name}/", any(public_services::service))
+        .route("/s/{ns}/{name}/{*rest}", any(public_services::service_rest));
     Router::new()
         .route(sless_wire::paths::HEALTHZ, get(healthz))
         .route(sless_wire::paths::OPENAPI, get(openapi::serve))

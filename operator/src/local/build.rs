@@ -230,6 +230,8 @@ async fn python_deps(
     std::fs::create_dir_all(&cache)
         .map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
     let tmp = cache.join(format!(".tmp-{key}-{}", unique_suffix()));
+    // A cancelled build (delete, newer code) leaves no half-installed dir.
+    let _cleanup = RemoveOnDrop(tmp.clone());
     let mut cmd = Command::new(&env.python);
     cmd.args([
         "-m",
@@ -367,6 +369,7 @@ async fn node_deps(
         std::fs::create_dir_all(&cache)
             .map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
         let tmp = cache.join(format!(".tmp-{key}-{}", unique_suffix()));
+        let _cleanup = RemoveOnDrop(tmp.clone());
         let prepare = || -> Result<(), String> {
             std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
             std::fs::write(tmp.join("package.json"), &text).map_err(|e| e.to_string())?;
@@ -422,6 +425,17 @@ async fn node_deps(
         .map_err(|e| format!("cannot link node_modules: {e}"))?;
     env.log(&format!("linked node_modules -> {}", modules.display()));
     Ok(())
+}
+
+/// Removes a directory tree when dropped, also when the future owning it is
+/// cancelled (a removal after a successful rename finds nothing to remove).
+#[derive(Debug)]
+pub struct RemoveOnDrop(pub PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Reads lines (lossy UTF-8) until EOF, handing each to `on_line`.

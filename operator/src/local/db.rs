@@ -92,6 +92,7 @@ impl Db {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(super::objects::SCHEMA)?;
         let version: Option<i64> = conn
             .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
             .optional()?;
@@ -116,7 +117,7 @@ impl Db {
         })
     }
 
-    fn conn(&self) -> MutexGuard<'_, Connection> {
+    pub(super) fn conn(&self) -> MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -225,9 +226,9 @@ impl Db {
         Ok(n == 1)
     }
 
-    /// True when any function's status names this code.
+    /// True when any function's (or job's, service's) status names this code.
     pub fn code_in_use(&self, sha256: &str) -> Result<bool> {
-        Ok(self
+        let in_functions = self
             .conn()
             .query_row(
                 "SELECT 1 FROM functions WHERE json_extract(status, '$.code_sha256') = ?1 LIMIT 1",
@@ -235,7 +236,8 @@ impl Db {
                 |_| Ok(()),
             )
             .optional()?
-            .is_some())
+            .is_some();
+        Ok(in_functions || self.object_code_in_use(sha256)?)
     }
 
     /// Records a process group the backend started.

@@ -14,11 +14,15 @@
 pub mod build;
 pub mod cron;
 pub mod db;
+pub mod jobs;
 pub mod logs;
+pub mod objects;
 pub mod process;
+pub mod services;
 pub mod store;
 pub mod supervisor;
 pub mod triggers;
+pub mod workload;
 
 use crate::backend::{Backend, CodeBundle, InvokeTarget};
 use crate::runtimes::{self, RuntimePaths};
@@ -29,6 +33,7 @@ use sless_wire::function::{FunctionSpec, FunctionStatus, LogKind, NamespaceInfo}
 use sless_wire::runtime::Language;
 use sless_wire::trigger::{Trigger, TriggerSpec, UpdateTrigger};
 use sless_wire::{Function, Phase, UpdateFunction, paths};
+use sless_wire::{Job, JobSpec, Service, ServiceSpec, UpdateJob, UpdateService};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -114,6 +119,10 @@ struct Inner {
     lock: Mutex<Option<std::fs::File>>,
     /// Triggers: their table, logs and cron schedulers.
     triggers: triggers::Triggers,
+    /// Jobs' workers (see `jobs`).
+    jobs: workload::Slots<jobs::JobSlot>,
+    /// Services' workers and processes (see `services`).
+    services: workload::Slots<services::ServiceSlot>,
 }
 
 /// The local backend.
@@ -183,6 +192,8 @@ impl LocalBackend {
             shutting_down: AtomicBool::new(false),
             lock: Mutex::new(Some(lock)),
             triggers: trigger_state,
+            jobs: Default::default(),
+            services: Default::default(),
         });
         let mut restored = 0;
         for f in inner.db.all_functions()? {
@@ -196,6 +207,9 @@ impl LocalBackend {
             restored += 1;
         }
         let cron_triggers = inner.triggers.restore(&inner).await?;
+        let jobs_rerun = inner.restore_jobs()?;
+        let services_restored = inner.restore_services()?;
+        tracing::info!(jobs_rerun, services_restored, "jobs and services restored");
         tracing::info!(data_dir = %data_dir.display(), restored, cron_triggers, "local backend started");
         Ok(LocalBackend { inner })
     }
@@ -390,6 +404,7 @@ impl Inner {
             cwd: built.src.clone(),
             env,
             ready_timeout: self.opts.ready_timeout,
+            ready: supervisor::Readiness::Line,
             memory_mb: spec.memory_mb,
             timeout: Duration::from_secs(u64::from(spec.timeout_sec)),
             ns: f.namespace.clone(),
@@ -862,6 +877,78 @@ impl Backend for LocalBackend {
         self.inner.triggers.read_logs(namespace, name, tail).await
     }
 
+    async fn create_job(&self, namespace: &str, name: &str, spec: JobSpec) -> Result<Job> {
+        self.job_create(namespace, name, spec)
+    }
+
+    async fn get_job(&self, namespace: &str, name: &str) -> Result<Job> {
+        self.job_get(namespace, name)
+    }
+
+    async fn list_jobs(&self, namespace: &str) -> Result<Vec<Job>> {
+        self.job_list(namespace)
+    }
+
+    async fn update_job(&self, namespace: &str, name: &str, update: UpdateJob) -> Result<Job> {
+        self.job_update(namespace, name, update)
+    }
+
+    async fn delete_job(&self, namespace: &str, name: &str) -> Result<()> {
+        self.job_delete(namespace, name).await
+    }
+
+    async fn upload_job_code(&self, namespace: &str, name: &str, code: CodeBundle) -> Result<Job> {
+        self.job_upload(namespace, name, code).await
+    }
+
+    async fn read_job_logs(
+        &self,
+        namespace: &str,
+        name: &str,
+        kind: LogKind,
+        tail: Option<usize>,
+    ) -> Result<String> {
+        self.job_logs(namespace, name, kind, tail).await
+    }
+
+    async fn create_service(&self, ns: &str, name: &str, spec: ServiceSpec) -> Result<Service> {
+        self.service_create(ns, name, spec)
+    }
+
+    async fn get_service(&self, namespace: &str, name: &str) -> Result<Service> {
+        self.service_get(namespace, name)
+    }
+
+    async fn list_services(&self, namespace: &str) -> Result<Vec<Service>> {
+        self.service_list(namespace)
+    }
+
+    async fn update_service(&self, ns: &str, name: &str, update: UpdateService) -> Result<Service> {
+        self.service_update(ns, name, update)
+    }
+
+    async fn delete_service(&self, namespace: &str, name: &str) -> Result<()> {
+        self.service_delete(namespace, name).await
+    }
+
+    async fn upload_service_code(&self, ns: &str, name: &str, code: CodeBundle) -> Result<Service> {
+        self.service_upload(ns, name, code).await
+    }
+
+    async fn read_service_logs(
+        &self,
+        namespace: &str,
+        name: &str,
+        kind: LogKind,
+        tail: Option<usize>,
+    ) -> Result<String> {
+        self.service_logs(namespace, name, kind, tail).await
+    }
+
+    async fn service_target(&self, namespace: &str, name: &str) -> Result<InvokeTarget> {
+        self.service_target_of(namespace, name)
+    }
+
     async fn shutdown(&self) {
         let inner = &self.inner;
         inner.shutting_down.store(true, Ordering::SeqCst);
@@ -878,6 +965,8 @@ impl Backend for LocalBackend {
         }
         let grace = inner.opts.stop_grace;
         futures_util::future::join_all(procs.iter().map(|p| p.stop(grace))).await;
+        inner.stop_jobs().await;
+        inner.stop_services().await;
         let _ = std::fs::remove_dir_all(inner.opts.data_dir.join("run"));
         // Another backend may now open this data dir.
         inner.lock.lock().unwrap_or_else(|p| p.into_inner()).take();

@@ -36,6 +36,8 @@ pub struct Launch {
     pub ns: String,
     /// Function name (for process records).
     pub name: String,
+    /// How readiness is detected.
+    pub ready: Readiness,
 }
 
 /// Where a process's output lines go (the function's run log).
@@ -116,9 +118,36 @@ pub fn parse_ready(line: &str) -> Option<u16> {
 /// Lines of stderr kept for the failure message.
 const STDERR_TAIL: usize = 12;
 
-/// Starts a process and waits for READY. The error is a message for the
-/// function's status, ending with the last lines of its stderr.
-pub async fn start(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Arc<Proc>, String> {
+/// How a started process shows it is ready to serve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Readiness {
+    /// A runtime server: it prints `SLESS_READY port=N` on stdout.
+    Line,
+    /// A user's server listening on `port`: `GET path` answers below 500.
+    Http {
+        /// The loopback port it was told to listen on (`$PORT`).
+        port: u16,
+        /// The path polled, e.g. `/` or `/healthz`.
+        path: String,
+    },
+}
+
+/// A process that was started and whose output is being pumped, but that is
+/// not known to be ready yet. Dropping it kills its process group.
+pub struct Spawned {
+    /// Process id (also its process group id).
+    pub pid: u32,
+    guard: GroupGuard,
+    exit_rx: watch::Receiver<Option<String>>,
+    ready_rx: Option<oneshot::Receiver<u16>>,
+    tail: Arc<Mutex<VecDeque<String>>>,
+    stderr_done: Option<tokio::task::JoinHandle<()>>,
+    sink: LineSink,
+}
+
+/// Starts `launch` in its own process group: stdout (after a READY line) and
+/// stderr go to `sink`, the exit is recorded, nothing is awaited.
+pub fn spawn(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Spawned, String> {
     let mut cmd = Command::new(&launch.program);
     cmd.args(&launch.args)
         .current_dir(&launch.cwd)
@@ -139,13 +168,14 @@ pub async fn start(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Arc<
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
 
-    // stdout: the READY line, then everything to the run log.
+    // stdout: the READY line (runtime servers only), then everything to the log.
     let (ready_tx, ready_rx) = oneshot::channel::<u16>();
+    let watch_ready = launch.ready == Readiness::Line;
     {
         let sink = sink.clone();
         tokio::spawn(async move {
             if let Some(out) = stdout {
-                let mut ready_tx = Some(ready_tx);
+                let mut ready_tx = watch_ready.then_some(ready_tx);
                 pump_lines(out, |line| {
                     if ready_tx.is_some()
                         && let Some(port) = parse_ready(line)
@@ -161,7 +191,7 @@ pub async fn start(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Arc<
             }
         });
     }
-    // stderr: to the run log, keeping a tail for failure messages.
+    // stderr: to the log, keeping a tail for failure messages.
     let tail = Arc::new(Mutex::new(VecDeque::<String>::new()));
     let stderr_done = {
         let sink = sink.clone();
@@ -181,7 +211,7 @@ pub async fn start(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Arc<
         })
     };
     // Reaper: records the exit.
-    let (exit_tx, mut exit_rx) = watch::channel::<Option<String>>(None);
+    let (exit_tx, exit_rx) = watch::channel::<Option<String>>(None);
     {
         let db = db.clone();
         tokio::spawn(async move {
@@ -193,56 +223,131 @@ pub async fn start(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Arc<
             let _ = exit_tx.send(Some(desc));
         });
     }
-
-    enum Outcome {
-        Ready(u16),
-        Exited,
-        TimedOut,
-    }
-    let outcome = tokio::select! {
-        port = ready_rx => port.map(Outcome::Ready).unwrap_or(Outcome::Exited),
-        _ = exit_rx.wait_for(|s| s.is_some()) => Outcome::Exited,
-        _ = tokio::time::sleep(launch.ready_timeout) => Outcome::TimedOut,
-    };
-    let port = match outcome {
-        Outcome::Ready(port) => port,
-        Outcome::Exited | Outcome::TimedOut => {
-            let timed_out = matches!(outcome, Outcome::TimedOut);
-            if timed_out {
-                signal_group(pid, libc::SIGKILL);
-            }
-            let _ = tokio::time::timeout(Duration::from_secs(5), exit_rx.wait_for(|s| s.is_some()))
-                .await;
-            let _ = tokio::time::timeout(Duration::from_secs(2), stderr_done).await;
-            let how = exit_rx
-                .borrow()
-                .clone()
-                .unwrap_or_else(|| "exited".to_string());
-            return Err(if timed_out {
-                format!(
-                    "the function process did not print SLESS_READY within {} s{}",
-                    launch.ready_timeout.as_secs(),
-                    format_tail(&tail)
-                )
-            } else {
-                format!(
-                    "the function process {how} before it was ready{}",
-                    format_tail(&tail)
-                )
-            });
-        }
-    };
-
-    let proc = Arc::new(Proc {
+    Ok(Spawned {
         pid,
-        port,
-        timeout: launch.timeout,
-        started: Instant::now(),
-        exited: exit_rx,
-        _guard: guard,
-    });
-    spawn_watchdog(Arc::downgrade(&proc), launch.memory_mb, sink);
-    Ok(proc)
+        guard,
+        exit_rx,
+        ready_rx: Some(ready_rx),
+        tail,
+        stderr_done: Some(stderr_done),
+        sink,
+    })
+}
+
+impl Spawned {
+    /// Waits for readiness (see [`Readiness`]) within `launch.ready_timeout`.
+    /// The error is a status message ending with the last lines of stderr.
+    pub async fn wait_ready(&mut self, launch: &Launch) -> Result<u16, String> {
+        enum Outcome {
+            Ready(u16),
+            Exited,
+            TimedOut,
+        }
+        let mut exit_rx = self.exit_rx.clone();
+        let ready = async {
+            match &launch.ready {
+                Readiness::Line => match self.ready_rx.take() {
+                    Some(rx) => rx.await.map(Outcome::Ready).unwrap_or(Outcome::Exited),
+                    None => Outcome::Exited,
+                },
+                Readiness::Http { port, path } => {
+                    poll_http(*port, path).await;
+                    Outcome::Ready(*port)
+                }
+            }
+        };
+        let outcome = tokio::select! {
+            o = ready => o,
+            _ = exit_rx.wait_for(|s| s.is_some()) => Outcome::Exited,
+            _ = tokio::time::sleep(launch.ready_timeout) => Outcome::TimedOut,
+        };
+        let timed_out = match outcome {
+            Outcome::Ready(port) => return Ok(port),
+            Outcome::Exited => false,
+            Outcome::TimedOut => true,
+        };
+        if timed_out {
+            signal_group(self.pid, libc::SIGKILL);
+        }
+        let mut exit_rx = self.exit_rx.clone();
+        let _ =
+            tokio::time::timeout(Duration::from_secs(5), exit_rx.wait_for(|s| s.is_some())).await;
+        if let Some(done) = self.stderr_done.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), done).await;
+        }
+        let how = self
+            .exit_rx
+            .borrow()
+            .clone()
+            .unwrap_or_else(|| "exited".to_string());
+        let what = match &launch.ready {
+            Readiness::Line => "print SLESS_READY".to_string(),
+            Readiness::Http { port, path } => {
+                format!("answer GET {path} on port {port} (with a status below 500)")
+            }
+        };
+        Err(if timed_out {
+            format!(
+                "the process did not {what} within {} s{}",
+                launch.ready_timeout.as_secs(),
+                format_tail(&self.tail)
+            )
+        } else {
+            format!(
+                "the process {how} before it was ready{}",
+                format_tail(&self.tail)
+            )
+        })
+    }
+
+    /// The process as a running [`Proc`] on `port`, under the memory watchdog.
+    pub fn into_proc(self, port: u16, launch: &Launch) -> Arc<Proc> {
+        let proc = Arc::new(Proc {
+            pid: self.pid,
+            port,
+            timeout: launch.timeout,
+            started: Instant::now(),
+            exited: self.exit_rx,
+            _guard: self.guard,
+        });
+        spawn_watchdog(Arc::downgrade(&proc), launch.memory_mb, self.sink);
+        proc
+    }
+}
+
+/// Polls `GET http://127.0.0.1:port/path` every 200 ms until it answers with
+/// a status below 500.
+async fn poll_http(port: u16, path: &str) {
+    let url = format!("http://127.0.0.1:{port}{path}");
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(2))
+        .build()
+        .unwrap_or_default();
+    loop {
+        if let Ok(r) = client.get(&url).send().await
+            && r.status().as_u16() < 500
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Picks a free loopback port (the OS's choice; released before returning).
+pub fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("cannot find a free loopback port: {e}"))
+}
+
+/// Starts a process and waits until it is ready (see [`Readiness`]). The error
+/// is a message for the status, ending with the last lines of its stderr.
+pub async fn start(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Arc<Proc>, String> {
+    let mut spawned = spawn(launch, db, sink)?;
+    let port = spawned.wait_ready(launch).await?;
+    Ok(spawned.into_proc(port, launch))
 }
 
 fn format_tail(tail: &Mutex<VecDeque<String>>) -> String {

@@ -1,0 +1,152 @@
+//! Jobs and services in the state database: one row per object in the
+//! `objects` table, keyed by kind, namespace and name, with the whole object
+//! (spec and status) as a JSON document. Functions keep their own table.
+
+use super::db::Db;
+use crate::{Error, Result};
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use sless_wire::{Job, Service};
+
+/// The table, created when missing (additive: no schema version change).
+pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS objects (
+    kind TEXT NOT NULL,
+    namespace TEXT NOT NULL REFERENCES namespaces(name),
+    name TEXT NOT NULL,
+    doc TEXT NOT NULL,
+    PRIMARY KEY (kind, namespace, name)
+);
+";
+
+/// An object kept in the `objects` table.
+pub trait Stored: Serialize + DeserializeOwned {
+    /// The kind, as used in the table and in error messages (`job`, `service`).
+    const KIND: &'static str;
+    /// Its namespace.
+    fn namespace(&self) -> &str;
+    /// Its name.
+    fn name(&self) -> &str;
+}
+
+impl Stored for Job {
+    const KIND: &'static str = "job";
+    fn namespace(&self) -> &str {
+        &self.namespace
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Stored for Service {
+    const KIND: &'static str = "service";
+    fn namespace(&self) -> &str {
+        &self.namespace
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+fn encode<T: Stored>(o: &T) -> Result<String> {
+    serde_json::to_string(o).map_err(|e| Error::Internal(format!("encoding a {}: {e}", T::KIND)))
+}
+
+fn decode<T: Stored>(doc: &str) -> Result<T> {
+    serde_json::from_str(doc)
+        .map_err(|e| Error::Internal(format!("corrupt {} in the state database: {e}", T::KIND)))
+}
+
+/// The `NotFound` error of a missing object of kind `T`.
+pub fn not_found<T: Stored>(ns: &str, name: &str) -> Error {
+    Error::NotFound {
+        kind: T::KIND,
+        namespace: ns.to_string(),
+        name: name.to_string(),
+    }
+}
+
+impl Db {
+    /// Inserts a new object; `AlreadyExists` when the name is taken.
+    pub fn insert_object<T: Stored>(&self, o: &T) -> Result<()> {
+        let doc = encode(o)?;
+        let res = self.conn().execute(
+            "INSERT INTO objects (kind, namespace, name, doc) VALUES (?1, ?2, ?3, ?4)",
+            params![T::KIND, o.namespace(), o.name(), doc],
+        );
+        match res {
+            Ok(_) => Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+            {
+                Err(Error::AlreadyExists {
+                    kind: T::KIND,
+                    namespace: o.namespace().to_string(),
+                    name: o.name().to_string(),
+                })
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Reads one object, `None` when missing.
+    pub fn get_object<T: Stored>(&self, ns: &str, name: &str) -> Result<Option<T>> {
+        let doc: Option<String> = self
+            .conn()
+            .query_row(
+                "SELECT doc FROM objects WHERE kind = ?1 AND namespace = ?2 AND name = ?3",
+                params![T::KIND, ns, name],
+                |r| r.get(0),
+            )
+            .optional()?;
+        doc.as_deref().map(decode).transpose()
+    }
+
+    /// Objects of one namespace (or of all, with `None`), sorted by name.
+    pub fn list_objects<T: Stored>(&self, ns: Option<&str>) -> Result<Vec<T>> {
+        let docs = {
+            let conn = self.conn();
+            let mut stmt = conn.prepare(
+                "SELECT doc FROM objects WHERE kind = ?1 AND (?2 IS NULL OR namespace = ?2)
+                 ORDER BY namespace, name",
+            )?;
+            stmt.query_map(params![T::KIND, ns], |r| r.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()?
+        };
+        docs.iter().map(|d| decode(d)).collect()
+    }
+
+    /// Writes an object; false when it is gone.
+    pub fn save_object<T: Stored>(&self, o: &T) -> Result<bool> {
+        let doc = encode(o)?;
+        let n = self.conn().execute(
+            "UPDATE objects SET doc = ?4 WHERE kind = ?1 AND namespace = ?2 AND name = ?3",
+            params![T::KIND, o.namespace(), o.name(), doc],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Deletes an object; false when it did not exist.
+    pub fn delete_object<T: Stored>(&self, ns: &str, name: &str) -> Result<bool> {
+        let n = self.conn().execute(
+            "DELETE FROM objects WHERE kind = ?1 AND namespace = ?2 AND name = ?3",
+            params![T::KIND, ns, name],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// True when any job's or service's status names this code.
+    pub fn object_code_in_use(&self, sha256: &str) -> Result<bool> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT 1 FROM objects WHERE json_extract(doc, '$.status.code_sha256') = ?1 LIMIT 1",
+                [sha256],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+    }
+}

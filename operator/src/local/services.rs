@@ -1,0 +1,583 @@
+//! Services in the local backend: the user's own long-running server,
+//! started from its unpacked code (`python3 <entrypoint>`, `node
+//! <entrypoint>`, or `command` as given) with `PORT` (a free loopback port
+//! the operator picks) and `HOST=127.0.0.1`, ready once `GET <health_path>`
+//! answers below 500, restarted with backoff whenever it dies.
+//!
+//! Like functions, each service has a worker per change: a code or runtime
+//! change rebuilds; any other spec change starts a new process from the same
+//! build, switches traffic to it once it is ready, then stops the old one.
+
+use super::build::Built;
+use super::db::now_rfc3339;
+use super::objects::not_found;
+use super::supervisor::{self, Backoff, Launch, LineSink, Proc, Readiness};
+use super::workload::{RunSpec, ident};
+use super::{Inner, Key, Plan, SWITCH_DRAIN, key, pid_file};
+use crate::backend::{CodeBundle, InvokeTarget};
+use crate::{Error, Result};
+use sless_wire::function::LogKind;
+use sless_wire::{Phase, Service, ServiceSpec, ServiceStatus, UpdateService};
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// A service's worker and the process that serves it.
+#[derive(Default)]
+pub struct ServiceSlot {
+    generation: u64,
+    worker: Option<tokio::task::JoinHandle<()>>,
+    active: Option<Arc<Proc>>,
+}
+
+/// `svc.<name>`: the service's identity for builds, logs and process records.
+fn svc_id(name: &str) -> String {
+    ident("svc", name)
+}
+
+fn current(slots: &HashMap<Key, ServiceSlot>, k: &Key, generation: u64) -> bool {
+    slots.get(k).is_some_and(|s| s.generation == generation)
+}
+
+impl Inner {
+    fn get_service(&self, ns: &str, name: &str) -> Result<Service> {
+        self.db
+            .get_object::<Service>(ns, name)?
+            .ok_or_else(|| not_found::<Service>(ns, name))
+    }
+
+    /// Replaces the service's worker.
+    fn schedule_service(
+        self: &Arc<Self>,
+        slots: &mut HashMap<Key, ServiceSlot>,
+        k: Key,
+        plan: Plan,
+    ) {
+        if self.shutting_down.load(Ordering::SeqCst) {
+            return;
+        }
+        let generation = self.next_generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let slot = slots.entry(k.clone()).or_default();
+        slot.generation = generation;
+        if let Some(w) = slot.worker.take() {
+            w.abort();
+        }
+        let inner = self.clone();
+        slot.worker = Some(tokio::spawn(async move {
+            inner.service_work(k, generation, plan).await
+        }));
+    }
+
+    /// Writes the status; with `Some(generation)` only while it is current.
+    fn service_status(
+        &self,
+        slots: &HashMap<Key, ServiceSlot>,
+        k: &Key,
+        generation: Option<u64>,
+        f: impl FnOnce(&mut ServiceStatus),
+    ) -> bool {
+        if generation.is_some_and(|g| !current(slots, k, g)) {
+            return false;
+        }
+        match self.db.get_object::<Service>(&k.0, &k.1) {
+            Ok(Some(mut svc)) => {
+                f(&mut svc.status);
+                self.db.save_object(&svc).unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "cannot save service status");
+                    false
+                })
+            }
+            Ok(None) => false,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read service");
+                false
+            }
+        }
+    }
+
+    fn set_service_status(&self, k: &Key, generation: u64, f: impl FnOnce(&mut ServiceStatus)) {
+        let slots = self.services.lock();
+        self.service_status(&slots, k, Some(generation), f);
+    }
+
+    fn service_sink(&self, k: &Key) -> LineSink {
+        let logs = self.logs.clone();
+        let (ns, id) = (k.0.clone(), svc_id(&k.1));
+        Arc::new(move |line: &str| logs.append(&ns, &id, LogKind::Run, line))
+    }
+
+    /// Marks the service Failed (if current) and stops what served it.
+    async fn fail_service(&self, k: &Key, generation: u64, message: String) {
+        let old = {
+            let mut slots = self.services.lock();
+            if !self.service_status(&slots, k, Some(generation), |s| {
+                s.phase = Phase::Failed;
+                s.message = Some(message.clone());
+            }) {
+                return;
+            }
+            slots.get_mut(k).and_then(|s| s.active.take())
+        };
+        self.logs.append(
+            &k.0,
+            &svc_id(&k.1),
+            LogKind::Build,
+            &format!("FAILED: {message}"),
+        );
+        let _ = std::fs::remove_file(pid_file(&self.opts.data_dir, &k.0, &svc_id(&k.1)));
+        if let Some(old) = old {
+            old.stop(self.opts.stop_grace).await;
+        }
+    }
+
+    /// How to start the service from `built` on a fresh loopback port.
+    fn service_launch(&self, svc: &Service, built: &Built) -> std::result::Result<Launch, String> {
+        let spec = &svc.spec;
+        let shown = spec
+            .entrypoint
+            .clone()
+            .unwrap_or_else(|| spec.command.join(" "));
+        let id = svc_id(&svc.name);
+        let mut launch = self.runtime_launch(
+            &svc.namespace,
+            &id,
+            &RunSpec {
+                runtime: spec.runtime,
+                entrypoint: shown,
+                env_vars: &spec.env_vars,
+                memory_mb: spec.memory_mb,
+                timeout_sec: spec.timeout_sec,
+            },
+            built,
+        );
+        let port = supervisor::free_port()?;
+        launch
+            .env
+            .retain(|(k, _)| !matches!(k.as_str(), "SLESS_PORT" | "SLESS_HOST" | "PORT" | "HOST"));
+        launch.env.extend([
+            ("PORT".to_string(), port.to_string()),
+            ("HOST".to_string(), "127.0.0.1".to_string()),
+        ]);
+        match (spec.command.split_first(), &spec.entrypoint) {
+            (Some((program, args)), _) => {
+                launch.program = program.clone();
+                launch.args = args.iter().map(OsString::from).collect();
+            }
+            (None, Some(script)) => {
+                // The runtime's interpreter flags stay; the user's script
+                // replaces the runtime server.
+                if let Some(last) = launch.args.last_mut() {
+                    *last = OsString::from(script);
+                }
+            }
+            (None, None) => return Err("the service has neither entrypoint nor command".into()),
+        }
+        launch.ready = Readiness::Http {
+            port,
+            path: spec.health_path.clone(),
+        };
+        Ok(launch)
+    }
+
+    /// The worker: build if needed, start, switch traffic, supervise.
+    async fn service_work(self: Arc<Self>, k: Key, generation: u64, plan: Plan) {
+        let Ok(Some(svc)) = self.db.get_object::<Service>(&k.0, &k.1) else {
+            return;
+        };
+        let Some(sha) = svc.status.code_sha256.clone() else {
+            return;
+        };
+        let id = svc_id(&k.1);
+        if plan == Plan::Build {
+            self.set_service_status(&k, generation, |s| {
+                s.phase = Phase::Building;
+                s.message = Some(format!(
+                    "building code {} for {}",
+                    super::build::short_sha(&sha),
+                    svc.spec.runtime
+                ));
+            });
+        }
+        let (built, built_now) = match self
+            .ensure_built(&k.0, &id, &sha, svc.spec.runtime, plan == Plan::Build)
+            .await
+        {
+            Ok(b) => b,
+            Err(msg) => {
+                return self
+                    .fail_service(&k, generation, format!("build failed: {msg}"))
+                    .await;
+            }
+        };
+        let Ok(Some(svc)) = self.db.get_object::<Service>(&k.0, &k.1) else {
+            return;
+        };
+        let proc = match self.start_service(&svc, &built).await {
+            Ok(p) => p,
+            Err(msg) => {
+                return self
+                    .fail_service(&k, generation, format!("the service did not start: {msg}"))
+                    .await;
+            }
+        };
+        let old = {
+            let mut slots = self.services.lock();
+            if !current(&slots, &k, generation) {
+                return; // dropping `proc` kills it
+            }
+            self.service_status(&slots, &k, None, |s| {
+                s.phase = Phase::Ready;
+                s.message = None;
+                if built_now || s.last_built_at.is_none() {
+                    s.last_built_at = Some(now_rfc3339());
+                }
+            });
+            slots
+                .get_mut(&k)
+                .and_then(|s| s.active.replace(proc.clone()))
+        };
+        self.write_service_pid(&k, &proc);
+        if let Some(old) = old {
+            tokio::time::sleep(SWITCH_DRAIN).await;
+            old.stop(self.opts.stop_grace).await;
+        }
+        self.supervise_service(k, generation, proc, built).await;
+    }
+
+    async fn start_service(
+        &self,
+        svc: &Service,
+        built: &Built,
+    ) -> std::result::Result<Arc<Proc>, String> {
+        let launch = self.service_launch(svc, built)?;
+        self.logs.append(
+            &svc.namespace,
+            &svc_id(&svc.name),
+            LogKind::Build,
+            &format!(
+                "starting {} {} in {} (PORT={})",
+                launch.program,
+                launch
+                    .args
+                    .iter()
+                    .map(|a| a.to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                launch.cwd.display(),
+                match &launch.ready {
+                    Readiness::Http { port, .. } => *port,
+                    Readiness::Line => 0,
+                }
+            ),
+        );
+        let k = key(&svc.namespace, &svc.name);
+        supervisor::start(&launch, &self.db, self.service_sink(&k)).await
+    }
+
+    fn write_service_pid(&self, k: &Key, proc: &Proc) {
+        let path = pid_file(&self.opts.data_dir, &k.0, &svc_id(&k.1));
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = std::fs::write(&path, format!("{} {}\n", proc.pid, proc.port));
+    }
+
+    /// Self-healing: whenever the process dies, start it again with backoff
+    /// and count the restart.
+    async fn supervise_service(&self, k: Key, generation: u64, mut proc: Arc<Proc>, built: Built) {
+        let mut backoff = Backoff::default();
+        let sink = self.service_sink(&k);
+        loop {
+            let how = proc.wait_exit().await;
+            let mut delay = backoff.delay(proc.started.elapsed());
+            let mut restarts = 0;
+            {
+                let mut slots = self.services.lock();
+                match slots.get_mut(&k) {
+                    Some(s)
+                        if s.generation == generation
+                            && s.active.as_ref().is_some_and(|a| Arc::ptr_eq(a, &proc)) =>
+                    {
+                        s.active = None;
+                    }
+                    _ => return,
+                }
+                self.service_status(&slots, &k, None, |s| {
+                    s.restarts += 1;
+                    restarts = s.restarts;
+                    s.message = Some(format!(
+                        "the process {how}; restarting (restart {restarts})"
+                    ));
+                });
+            }
+            let _ = std::fs::remove_file(pid_file(&self.opts.data_dir, &k.0, &svc_id(&k.1)));
+            sink(&format!(
+                "sless: service process {how}; restarting in {} ms",
+                delay.as_millis()
+            ));
+            loop {
+                tokio::time::sleep(delay).await;
+                let Ok(Some(svc)) = self.db.get_object::<Service>(&k.0, &k.1) else {
+                    return;
+                };
+                match self.start_service(&svc, &built).await {
+                    Ok(p) => {
+                        let mut slots = self.services.lock();
+                        if !current(&slots, &k, generation) {
+                            return;
+                        }
+                        if let Some(s) = slots.get_mut(&k) {
+                            s.active = Some(p.clone());
+                        }
+                        self.service_status(&slots, &k, None, |s| {
+                            s.phase = Phase::Ready;
+                            s.message = Some(format!(
+                                "restarted after the process {how} (restart {restarts})"
+                            ));
+                        });
+                        drop(slots);
+                        self.write_service_pid(&k, &p);
+                        proc = p;
+                        break;
+                    }
+                    Err(msg) => {
+                        delay = backoff.delay(Duration::ZERO);
+                        sink(&format!(
+                            "sless: restart failed: {msg}; retrying in {} ms",
+                            delay.as_millis()
+                        ));
+                        self.set_service_status(&k, generation, |s| {
+                            s.message = Some(format!(
+                                "restart {restarts} failed, retrying in {} ms: {msg}",
+                                delay.as_millis()
+                            ));
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Brings back every service that was Ready (or building) before.
+    pub(super) fn restore_services(self: &Arc<Self>) -> Result<usize> {
+        let mut n = 0;
+        let mut slots = self.services.lock();
+        for svc in self.db.list_objects::<Service>(None)? {
+            let plan = match svc.status.phase {
+                Phase::Ready => Plan::Restart,
+                Phase::Building => Plan::Build,
+                _ => continue,
+            };
+            if svc.status.code_sha256.is_some() {
+                self.schedule_service(&mut slots, key(&svc.namespace, &svc.name), plan);
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Stops every service worker and process (shutdown).
+    pub(super) async fn stop_services(&self) {
+        let slots: Vec<ServiceSlot> = self.services.lock().drain().map(|(_, s)| s).collect();
+        let mut procs = Vec::new();
+        for s in slots {
+            if let Some(w) = s.worker {
+                w.abort();
+                let _ = w.await;
+            }
+            procs.extend(s.active);
+        }
+        let grace = self.opts.stop_grace;
+        futures_util::future::join_all(procs.iter().map(|p| p.stop(grace))).await;
+    }
+}
+
+/// The service operations of the local backend (called by its `Backend` impl).
+impl super::LocalBackend {
+    /// See `Backend::create_service`.
+    pub(super) fn service_create(
+        &self,
+        ns: &str,
+        name: &str,
+        spec: ServiceSpec,
+    ) -> Result<Service> {
+        self.inner.require_namespace(ns)?;
+        let now = now_rfc3339();
+        let svc = Service {
+            namespace: ns.to_string(),
+            name: name.to_string(),
+            spec,
+            status: ServiceStatus {
+                phase: Phase::Pending,
+                message: Some("waiting for a code upload".into()),
+                code_sha256: None,
+                source_hash: None,
+                url: None,
+                last_built_at: None,
+                restarts: 0,
+            },
+            created_at: now.clone(),
+            updated_at: now,
+        };
+        self.inner.db.insert_object(&svc)?;
+        Ok(svc)
+    }
+
+    /// See `Backend::get_service`.
+    pub(super) fn service_get(&self, ns: &str, name: &str) -> Result<Service> {
+        self.inner.get_service(ns, name)
+    }
+
+    /// See `Backend::list_services`.
+    pub(super) fn service_list(&self, ns: &str) -> Result<Vec<Service>> {
+        self.inner.db.list_objects(Some(ns))
+    }
+
+    /// See `Backend::update_service`: a runtime change rebuilds; other
+    /// changes (except a timeout-only change, which the proxy applies at
+    /// once) start a new process from the same build.
+    pub(super) fn service_update(
+        &self,
+        ns: &str,
+        name: &str,
+        update: UpdateService,
+    ) -> Result<Service> {
+        let inner = &self.inner;
+        let mut slots = inner.services.lock();
+        let mut svc = inner.get_service(ns, name)?;
+        let next = update.apply_to(&svc.spec)?;
+        if next == svc.spec {
+            return Ok(svc);
+        }
+        let runtime_changed = next.runtime != svc.spec.runtime;
+        let timeout_only = ServiceSpec {
+            timeout_sec: svc.spec.timeout_sec,
+            ..next.clone()
+        } == svc.spec;
+        svc.spec = next;
+        svc.updated_at = now_rfc3339();
+        let plan = match (&svc.status.code_sha256, runtime_changed, timeout_only) {
+            (None, _, _) | (Some(_), false, true) => None,
+            (Some(_), true, _) => Some(Plan::Build),
+            (Some(_), false, false) => Some(Plan::Restart),
+        };
+        if plan.is_some() {
+            svc.status.phase = Phase::Building;
+            svc.status.message = Some(if runtime_changed {
+                format!("rebuilding for runtime {}", svc.spec.runtime)
+            } else {
+                "restarting with the updated spec".to_string()
+            });
+        }
+        inner.db.save_object(&svc)?;
+        if let Some(plan) = plan {
+            inner.schedule_service(&mut slots, key(ns, name), plan);
+        }
+        Ok(svc)
+    }
+
+    /// See `Backend::upload_service_code`.
+    pub(super) async fn service_upload(
+        &self,
+        ns: &str,
+        name: &str,
+        code: CodeBundle,
+    ) -> Result<Service> {
+        let inner = &self.inner;
+        let unchanged = |s: &Service| {
+            s.status.code_sha256.as_deref() == Some(code.sha256.as_str())
+                && matches!(s.status.phase, Phase::Ready | Phase::Building)
+        };
+        let existing = inner.get_service(ns, name)?;
+        if unchanged(&existing) {
+            return Ok(existing);
+        }
+        inner.store_code(&code).await?;
+        let (svc, old) = {
+            let mut slots = inner.services.lock();
+            let mut svc = inner.get_service(ns, name)?;
+            if unchanged(&svc) {
+                return Ok(svc);
+            }
+            let old = svc.status.code_sha256.replace(code.sha256.clone());
+            svc.status.source_hash = code.source_hash.clone();
+            svc.status.phase = Phase::Building;
+            svc.status.message = Some(format!(
+                "building code {}",
+                super::build::short_sha(&code.sha256)
+            ));
+            svc.status.restarts = 0;
+            svc.updated_at = now_rfc3339();
+            inner.db.save_object(&svc)?;
+            inner.schedule_service(&mut slots, key(ns, name), Plan::Build);
+            (svc, old)
+        };
+        if old.as_deref() != Some(code.sha256.as_str()) {
+            inner.release_code(old.as_deref());
+        }
+        Ok(svc)
+    }
+
+    /// See `Backend::delete_service`: stops the build and the process first.
+    pub(super) async fn service_delete(&self, ns: &str, name: &str) -> Result<()> {
+        let inner = &self.inner;
+        let (slot, sha) = {
+            let mut slots = inner.services.lock();
+            let svc = inner.get_service(ns, name)?;
+            inner.db.delete_object::<Service>(ns, name)?;
+            (slots.remove(&key(ns, name)), svc.status.code_sha256)
+        };
+        if let Some(slot) = slot {
+            if let Some(w) = slot.worker {
+                w.abort();
+                let _ = w.await;
+            }
+            if let Some(p) = slot.active {
+                p.stop(inner.opts.stop_grace).await;
+            }
+        }
+        inner.remove_traces(ns, &svc_id(name));
+        inner.release_code(sha.as_deref());
+        Ok(())
+    }
+
+    /// See `Backend::read_service_logs`.
+    pub(super) async fn service_logs(
+        &self,
+        ns: &str,
+        name: &str,
+        kind: LogKind,
+        tail: Option<usize>,
+    ) -> Result<String> {
+        self.inner.get_service(ns, name)?;
+        self.inner.read_log(ns, &svc_id(name), kind, tail).await
+    }
+
+    /// See `Backend::service_target`.
+    pub(super) fn service_target_of(&self, ns: &str, name: &str) -> Result<InvokeTarget> {
+        let svc = self.inner.get_service(ns, name)?;
+        let active = self
+            .inner
+            .services
+            .lock()
+            .get(&key(ns, name))
+            .and_then(|s| s.active.clone())
+            .filter(|p| !p.has_exited());
+        if let Some(p) = active {
+            return Ok(InvokeTarget {
+                base_url: p.base_url(),
+                timeout: Duration::from_secs(u64::from(svc.spec.timeout_sec)),
+            });
+        }
+        let why = svc.status.message.unwrap_or_default();
+        Err(Error::NotReady(match svc.status.phase {
+            Phase::Pending => format!("service {name:?} has no code yet: upload code first"),
+            Phase::Building => format!("service {name:?} is building: {why}"),
+            Phase::Failed => format!("service {name:?} failed: {why}"),
+            Phase::Deleting => format!("service {name:?} is being deleted"),
+            Phase::Ready => format!("service {name:?} is (re)starting its process: {why}"),
+        }))
+    }
+}

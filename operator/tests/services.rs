@@ -1,0 +1,315 @@
+//! Services end to end through the real `sless-operator` binary with the
+//! local backend: a Python http.server service answers on its public URL;
+//! memory and env updates apply in place without a rebuild; a process killed
+//! by hand comes back and the restart is counted; delete makes the URL 404;
+//! a bad spec is a 400 naming the field.
+
+mod support;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use sha2::Digest;
+use sless_wire::paths;
+use std::time::{Duration, Instant};
+use support::{Client, Operator, status_json, zip_of};
+
+const READY: Duration = Duration::from_secs(90);
+
+const APP: &str = r#"import json, os
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({
+            "greeting": os.environ.get("GREETING", "hello"),
+            "pid": os.getpid(),
+            "path": self.path,
+            "port": os.environ["PORT"],
+        }).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, fmt, *args):
+        print("request", self.path, flush=True)
+
+print("listening on", os.environ["HOST"], os.environ["PORT"], flush=True)
+HTTPServer((os.environ["HOST"], int(os.environ["PORT"])), Handler).serve_forever()
+"#;
+
+async fn call(c: &Client, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    let mut req = c.req(method, path);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    status_json(req.send().await.expect("request")).await
+}
+
+async fn put_code(c: &Client, path: &str, zip: Vec<u8>) -> (u16, Value) {
+    let sha = hex::encode(sha2::Sha256::digest(&zip));
+    let r = c
+        .req(Method::PUT, path)
+        .query(&[("sha256", sha)])
+        .header("content-type", "application/zip")
+        .body(zip)
+        .send()
+        .await
+        .expect("upload");
+    status_json(r).await
+}
+
+async fn wait_ready(c: &Client, name: &str) -> Value {
+    let deadline = Instant::now() + READY;
+    loop {
+        let (code, body) = call(c, Method::GET, &paths::service(&c.namespace, name), None).await;
+        assert_eq!(code, 200, "{body}");
+        match body["status"]["phase"].as_str() {
+            Some("Ready") => return body,
+            Some("Failed") => panic!("service {name} failed: {body}"),
+            _ => {}
+        }
+        assert!(
+            Instant::now() < deadline,
+            "service {name} not Ready: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// GETs `url` (no token) until a 200 JSON answer satisfies `ok`.
+async fn get_until(url: &str, timeout: Duration, ok: impl Fn(&Value) -> bool) -> Value {
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + timeout;
+    loop {
+        let last = match http.get(url).send().await {
+            Ok(r) => {
+                let code = r.status().as_u16();
+                let text = r.text().await.unwrap_or_default();
+                if code == 200
+                    && let Ok(v) = serde_json::from_str::<Value>(&text)
+                    && ok(&v)
+                {
+                    return v;
+                }
+                format!("{code} {text}")
+            }
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            Instant::now() < deadline,
+            "{url}: no good answer within {timeout:?}; last {last}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn alive(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false)
+}
+
+#[tokio::test]
+async fn a_service_answers_updates_in_place_heals_and_goes_away() {
+    let op = Operator::start();
+    let c = op.client("service-user");
+    let (code, body) = call(
+        &c,
+        Method::POST,
+        &paths::services(&c.namespace),
+        Some(
+            json!({"name": "web", "runtime": "python3.11", "entrypoint": "app.py",
+                    "env_vars": {"GREETING": "hello"}, "health_path": "/healthz"}),
+        ),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let url = body["status"]["url"].as_str().expect("url").to_string();
+    assert_eq!(
+        url,
+        format!("{}/s/{}/web", op.base_url, c.namespace),
+        "an absolute public URL"
+    );
+    let (code, body) = put_code(
+        &c,
+        &paths::service_code(&c.namespace, "web"),
+        zip_of(&[("app.py", APP)]),
+    )
+    .await;
+    assert_eq!(code, 202, "{body}");
+    let svc = wait_ready(&c, "web").await;
+    let built_at = svc["status"]["last_built_at"].clone();
+    assert!(built_at.is_string(), "{svc}");
+
+    // The public URL needs no token and passes path and query.
+    let first = get_until(&format!("{url}/hello/there?x=1"), READY, |_| true).await;
+    assert_eq!(first["greeting"], "hello");
+    assert_eq!(first["path"], "/hello/there?x=1");
+
+    // memory_mb + env: a new process with the new env, no rebuild.
+    let (code, body) = call(
+        &c,
+        Method::PATCH,
+        &paths::service(&c.namespace, "web"),
+        Some(json!({"memory_mb": 256, "env_vars": {"GREETING": "bonjour"}})),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["spec"]["memory_mb"], 256);
+    let second = get_until(&url, READY, |v| v["greeting"] == "bonjour").await;
+    assert_ne!(second["pid"], first["pid"], "a new process");
+    let svc = wait_ready(&c, "web").await;
+    assert_eq!(
+        svc["status"]["last_built_at"], built_at,
+        "no rebuild: {svc}"
+    );
+    let build_log = c
+        .req(Method::GET, &paths::service_logs(&c.namespace, "web"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(
+        build_log.matches("=== build of").count(),
+        1,
+        "built once: {build_log}"
+    );
+    let old_pid = first["pid"].as_u64().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(old_pid) {
+        assert!(
+            Instant::now() < deadline,
+            "the old process {old_pid} still runs"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Killed by hand: it comes back, and the restart is counted.
+    let pid = second["pid"].as_u64().unwrap();
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let third = get_until(&url, Duration::from_secs(30), |v| v["pid"] != pid).await;
+    assert_eq!(third["greeting"], "bonjour");
+    let (_, svc) = call(&c, Method::GET, &paths::service(&c.namespace, "web"), None).await;
+    assert!(svc["status"]["restarts"].as_u64().unwrap() >= 1, "{svc}");
+    assert_eq!(svc["status"]["phase"], "Ready", "{svc}");
+    let run_log = c
+        .req(Method::GET, &paths::service_logs(&c.namespace, "web"))
+        .query(&[("kind", "run")])
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(run_log.contains("listening on 127.0.0.1"), "{run_log}");
+    assert!(run_log.contains("restarting"), "{run_log}");
+
+    // Delete: the process is gone and the URL answers 404.
+    let (code, _) = call(
+        &c,
+        Method::DELETE,
+        &paths::service(&c.namespace, "web"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 204);
+    let last = third["pid"].as_u64().unwrap();
+    assert!(!alive(last), "process {last} survived the delete");
+    let r = reqwest::get(&url).await.unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+    let (code, _) = call(&c, Method::GET, &paths::service(&c.namespace, "web"), None).await;
+    assert_eq!(code, 404);
+    assert!(
+        !op.data_dir
+            .join("builds")
+            .join(&c.namespace)
+            .join("svc.web")
+            .exists()
+    );
+}
+
+#[tokio::test]
+async fn a_service_from_a_command_and_bad_specs() {
+    let op = Operator::start();
+    let c = op.client("service-cmd-user");
+    let services = paths::services(&c.namespace);
+    let bad = [
+        (
+            json!({"name": "s", "runtime": "python3.11", "entrypoint": "app.py", "command": ["python3", "app.py"]}),
+            "command",
+        ),
+        (
+            json!({"name": "s", "runtime": "python3.11", "entrypoint": "../app.py"}),
+            "entrypoint",
+        ),
+        (json!({"name": "s", "runtime": "python3.11"}), "entrypoint"),
+        (
+            json!({"name": "s", "runtime": "python3.11", "entrypoint": "app.py", "memory_mb": 1}),
+            "memory_mb",
+        ),
+        (
+            json!({"name": "s", "runtime": "python3.11", "entrypoint": "app.py", "health_path": "health"}),
+            "health_path",
+        ),
+        (
+            json!({"name": "s", "runtime": "cobol", "entrypoint": "app.py"}),
+            "runtime",
+        ),
+    ];
+    for (body, field) in bad {
+        let (code, err) = call(&c, Method::POST, &services, Some(body.clone())).await;
+        assert_eq!(code, 400, "{body} -> {err}");
+        assert_eq!(err["error"]["field"], field, "{body} -> {err}");
+    }
+    let (code, body) = call(
+        &c,
+        Method::POST,
+        &services,
+        Some(
+            json!({"name": "cmd", "runtime": "python3.11", "command": ["python3", "-u", "app.py"]}),
+        ),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = call(
+        &c,
+        Method::POST,
+        &services,
+        Some(json!({"name": "cmd", "runtime": "python3.11", "entrypoint": "app.py"})),
+    )
+    .await;
+    assert_eq!(code, 409, "{body}");
+    // Not ready yet: 503 on the public URL, not 502.
+    let url = format!("{}/s/{}/cmd", op.base_url, c.namespace);
+    assert_eq!(reqwest::get(&url).await.unwrap().status().as_u16(), 503);
+    let (code, _) = put_code(
+        &c,
+        &paths::service_code(&c.namespace, "cmd"),
+        zip_of(&[("app.py", APP)]),
+    )
+    .await;
+    assert_eq!(code, 202);
+    wait_ready(&c, "cmd").await;
+    let v = get_until(&url, READY, |_| true).await;
+    assert_eq!(v["path"], "/");
+    // A PATCH that breaks the spec is a 400, the service keeps running.
+    let (code, err) = call(
+        &c,
+        Method::PATCH,
+        &paths::service(&c.namespace, "cmd"),
+        Some(json!({"command": [""]})),
+    )
+    .await;
+    assert_eq!(code, 400, "{err}");
+    assert_eq!(err["error"]["field"], "command");
+    get_until(&url, READY, |_| true).await;
+    // An unknown service's URL is a 404.
+    let r = reqwest::get(format!("{}/s/{}/nope/x", op.base_url, c.namespace))
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+}
