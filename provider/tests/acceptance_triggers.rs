@@ -52,7 +52,7 @@ resource "sless_function" "slow" {{
   name       = "acc-slow"
   runtime    = "python3.11"
   entrypoint = "main.handler"
-  source_dir = "${{path.module}}/tick"
+  source_dir = "${{path.module}}/tick-slow"
   env_vars = {{
     OUT   = "${{abspath(path.module)}}/slow.log"
     SLEEP = "2.5"
@@ -115,6 +115,12 @@ async fn http_and_cron_triggers_with_real_terraform() {
     let tf = Tf::new(root.path(), &op.base_url, &token);
     write(&tf.dir.join("echo/main.py"), ECHO_PY.as_bytes());
     write(&tf.dir.join("tick/main.py"), TICK_PY.as_bytes());
+    // Distinct code: identical zips uploaded at once hit an operator race
+    // (reported separately), which is not what this test is about.
+    write(
+        &tf.dir.join("tick-slow/main.py"),
+        format!("# slow\n{TICK_PY}").as_bytes(),
+    );
     tf.write_main(&config(""));
 
     // 1. Apply: the http trigger has a public URL that needs no token.

@@ -106,6 +106,14 @@ impl Operator {
 
 impl Drop for Operator {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            let log = self.log();
+            let tail: Vec<&str> = log.lines().rev().take(40).collect();
+            eprintln!(
+                "--- last lines of the operator log\n{}",
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         for _ in 0..100 {
             if matches!(self.child.try_wait(), Ok(Some(_))) {
