@@ -59,6 +59,10 @@ impl RunState {
         Ok(())
     }
 
+    fn running_since(&self) -> Option<String> {
+        self.lock().as_ref().map(|r| r.since.clone())
+    }
+
     fn attach(&self, id: u64, task: tokio::task::JoinHandle<()>) {
         let mut cur = self.lock();
         if let Some(r) = cur.as_mut().filter(|r| r.id == id) {
@@ -123,23 +127,25 @@ pub(super) async fn schedule(inner: Arc<Inner>, key: Key, spec: TriggerSpec, run
         tokio::time::sleep(wait).await;
         after = next.max(Utc::now());
 
-        let now = stamp(Utc::now());
-        let id = RUN_IDS.fetch_add(1, Ordering::Relaxed);
-        if let Err(since) = run.try_begin(id, &now) {
+        let skip = |since: String| {
             save(&|s| s.skipped += 1);
             triggers.log(
                 &key,
                 &format!("skipped: previous run still running since {since} (tick {next_text})"),
             );
+        };
+        if let Some(since) = run.running_since() {
+            skip(since);
             continue;
         }
+        // Resolve the target before taking the run slot: an abort (update,
+        // delete) during this await must not leave the slot taken.
         let backend = LocalBackend {
             inner: inner.clone(),
         };
         let target = match backend.invoke_target(&key.0, &spec.function).await {
             Ok(t) => t,
             Err(e) => {
-                run.finish(id);
                 let why = e.to_string();
                 if last_wait.as_deref() != Some(why.as_str()) {
                     triggers.log(
@@ -156,6 +162,11 @@ pub(super) async fn schedule(inner: Arc<Inner>, key: Key, spec: TriggerSpec, run
                 &key,
                 &format!("function {:?} is Ready: running again", spec.function),
             );
+        }
+        let id = RUN_IDS.fetch_add(1, Ordering::Relaxed);
+        if let Err(since) = run.try_begin(id, &stamp(Utc::now())) {
+            skip(since);
+            continue;
         }
         save(&|s| s.runs += 1);
         let task = tokio::spawn(run_once(
