@@ -1,0 +1,6 @@
+import json
+import os
+
+
+def handler(event, context):
+    return {"total": json.loads(os.environ["TOTAL"])}
