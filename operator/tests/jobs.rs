@@ -357,3 +357,36 @@ async fn bad_job_input_is_a_400_naming_the_field() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 403);
 }
+
+#[tokio::test]
+async fn a_run_cut_short_by_an_operator_crash_runs_again() {
+    let mut op = Operator::start();
+    let c = op.client("job-restart-user");
+    let side = op.data_dir.join("starts.txt");
+    start_job(
+        &c,
+        json!({"name": "slow", "runtime": "python3.11", "entrypoint": "main.handler",
+               "env_vars": {"SIDE_FILE": side.to_string_lossy()}}),
+        zip_of(&[(
+            "main.py",
+            "import os, time\n\ndef handler(event, context):\n    with open(os.environ['SIDE_FILE'], 'a') as f:\n        f.write('started\\n')\n    time.sleep(3)\n    return 42\n",
+        )]),
+    )
+    .await;
+    let deadline = Instant::now() + DONE;
+    while !std::fs::read_to_string(&side).is_ok_and(|s| s.contains("started")) {
+        assert!(Instant::now() < deadline, "the job never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    op.kill();
+    op.spawn();
+    let c = op.client("job-restart-user");
+    let job = wait_done(&c, "slow", 2).await;
+    assert_eq!(job["status"]["phase"], "Succeeded", "{job}");
+    assert_eq!(job["status"]["message"], "42");
+    assert_eq!(
+        std::fs::read_to_string(&side).unwrap(),
+        "started\nstarted\n",
+        "the interrupted run ran again, once"
+    );
+}
