@@ -175,17 +175,16 @@ impl KubeBackend {
     /// Starts the controllers in the background; [`Backend::shutdown`] stops them.
     pub fn start_controllers(&self) {
         let ctx = Arc::new(Ctx::new(self.client.clone(), self.opts.clone()));
-        let mut rx = self.stop.subscribe();
-        let shutdown = async move {
-            let _ = rx.wait_for(|s| *s).await;
-        };
-        let mut rx2 = self.stop.subscribe();
-        let shutdown2 = async move {
-            let _ = rx2.wait_for(|s| *s).await;
+        let stop = |tx: &watch::Sender<bool>| {
+            let mut rx = tx.subscribe();
+            async move {
+                let _ = rx.wait_for(|s| *s).await;
+            }
         };
         let handles = [
-            tokio::spawn(function::run(ctx.clone(), shutdown)),
-            tokio::spawn(super::trigger::run(ctx, shutdown2)),
+            tokio::spawn(function::run(ctx.clone(), stop(&self.stop))),
+            tokio::spawn(super::trigger::run(ctx.clone(), stop(&self.stop))),
+            tokio::spawn(super::job::run(ctx, stop(&self.stop))),
         ];
         if let Ok(mut c) = self.controllers.lock() {
             c.extend(handles);

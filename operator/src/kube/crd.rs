@@ -259,6 +259,18 @@ pub struct FunctionJobStatus {
     /// The generation this status is for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// The last build started, by code key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<BuildStatus>,
+    /// Name of the k8s Job running the current generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// RFC 3339 start of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// RFC 3339 end of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<String>,
     /// `Built` and `Complete` conditions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,

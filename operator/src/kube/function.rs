@@ -12,8 +12,9 @@
 //! so a Deployment deleted by hand is recreated; Ready functions are also
 //! requeued every 60 s.
 
+use super::build::{self, Progress};
 use super::builders::{self, Workload};
-use super::crd::{BuildState, BuildStatus, Function, FunctionStatus};
+use super::crd::{BuildState, Function, FunctionStatus};
 use super::names::{self, FIELD_MANAGER, OwnerKind};
 use super::{KubeError, KubeOptions};
 use futures_util::StreamExt;
@@ -22,7 +23,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
@@ -278,34 +279,17 @@ async fn apply(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
         return Ok(Action::await_change());
     };
     let deploy_ns = names::deploy_namespace(&ns);
-    let tag = names::image_tag(&code.key);
-    let image = names::image_ref(&ctx.opts.registry, &ns, &name, &tag);
-    let job_name = names::build_job_name(OwnerKind::Function, &name, &tag);
-    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &deploy_ns);
-
-    let current = st.build.clone().filter(|b| b.tag == tag);
-    let state = match current.map(|b| b.state) {
-        None => {
-            // New code key: start its build, exactly once.
-            let job = builders::kaniko_job(
-                &ctx.opts,
-                OwnerKind::Function,
-                &ns,
-                &name,
-                &tag,
-                &code.key,
-                &image,
-            );
-            match jobs.create(&PostParams::default(), &job).await {
-                Ok(_) => {}
-                Err(e) if is_status(&e, 409) => {}
-                Err(e) => return Err(e.into()),
-            }
-            st.build = Some(BuildStatus {
-                tag: tag.clone(),
-                job: job_name.clone(),
-                state: BuildState::Running,
-            });
+    let target = build::Target {
+        kind: OwnerKind::Function,
+        namespace: &ns,
+        name: &name,
+        code_key: &code.key,
+    };
+    let tag = target.tag();
+    let image = target.image(&ctx.opts.registry);
+    let job_name = target.job_name();
+    match build::step(&ctx, target, &mut st.build).await? {
+        Progress::Started => {
             st.phase = Some("Building".into());
             st.message = Some(format!("building {image}"));
             set_condition(
@@ -330,34 +314,16 @@ async fn apply(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
                 format!("building {image} in Job {deploy_ns}/{job_name}"),
             )
             .await;
-            return Ok(Action::requeue(REQUEUE_BUILDING));
+            Ok(Action::requeue(REQUEUE_BUILDING))
         }
-        Some(BuildState::Running) => match jobs.get_opt(&job_name).await? {
-            None => Some((
-                false,
-                format!("build Job {job_name} disappeared before finishing"),
-            )),
-            Some(job) => job_outcome(&job),
-        }
-        .map_or(BuildState::Running, |(ok, why)| {
-            if ok {
-                BuildState::Succeeded
-            } else {
-                st.message = Some(format!("build failed: {why}; see the build log"));
-                BuildState::Failed
-            }
-        }),
-        Some(s) => s,
-    };
-    if let Some(b) = st.build.as_mut() {
-        b.state = state;
-    }
-    match state {
-        BuildState::Running => {
+        Progress::Running => {
             patch_status(&api, &name, &old, &st).await?;
             Ok(Action::requeue(REQUEUE_BUILDING))
         }
-        BuildState::Failed => {
+        Progress::Failed { why } => {
+            if let Some(why) = why {
+                st.message = Some(format!("build failed: {why}; see the build log"));
+            }
             st.phase = Some("Failed".into());
             set_condition(
                 &mut st.conditions,
@@ -386,7 +352,7 @@ async fn apply(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
             // Only new code (a new tag) starts another build.
             Ok(Action::await_change())
         }
-        BuildState::Succeeded => {
+        Progress::Succeeded => {
             let first_time = old
                 .build
                 .as_ref()

@@ -12,10 +12,12 @@
 
 pub mod args;
 pub mod backend;
+pub mod build;
 pub mod builders;
 pub mod context;
 pub mod crd;
 pub mod function;
+pub mod job;
 pub mod names;
 pub mod objstore;
 pub mod trigger;

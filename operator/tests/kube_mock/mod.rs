@@ -30,6 +30,8 @@ pub struct Step {
     pub answer: Option<Value>,
     /// Checks on the request body.
     pub check: Option<Check>,
+    /// A plain-text answer (pod logs) instead of JSON.
+    pub text: Option<String>,
 }
 
 impl Step {
@@ -41,7 +43,14 @@ impl Step {
             status: 200,
             answer: None,
             check: None,
+            text: None,
         }
+    }
+    /// Answers 200 with a plain-text body (what the log endpoint returns).
+    pub fn text(mut self, text: impl Into<String>) -> Step {
+        self.status = 200;
+        self.text = Some(text.into());
+        self
     }
     /// Answers with this status and body.
     pub fn answer(mut self, status: u16, body: Value) -> Step {
@@ -139,8 +148,19 @@ pub fn start(steps: Vec<Step>) -> (Client, tokio::task::JoinHandle<Outcome>) {
                     if let Some(check) = &step.check {
                         check(&body);
                     }
-                    let answer = step.answer.unwrap_or(body);
-                    send.send_response(response(step.status, &answer));
+                    match step.text {
+                        Some(text) => send.send_response(
+                            Response::builder()
+                                .status(step.status)
+                                .header("content-type", "text/plain")
+                                .body(Body::from(text.into_bytes()))
+                                .unwrap(),
+                        ),
+                        None => {
+                            let answer = step.answer.unwrap_or(body);
+                            send.send_response(response(step.status, &answer));
+                        }
+                    }
                 }
                 Some(step) => {
                     out.errors.push(format!(
