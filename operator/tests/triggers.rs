@@ -418,6 +418,37 @@ async fn cron_trigger_runs_on_schedule_and_never_overlaps() {
         "{log}"
     );
 
+    // A run that raises is recorded as failed, with the function's answer.
+    function(
+        &c,
+        "boom",
+        "def handler(event, context):\n    raise ValueError('disk on fire')\n",
+        json!({}),
+    )
+    .await;
+    let (s, t) = trigger_req(
+        &c,
+        Method::POST,
+        None,
+        Some(json!({"name": "failing", "function": "boom", "type": "cron", "schedule": "*/1 * * * * *"})),
+    )
+    .await;
+    assert_eq!(s, 201, "{t}");
+    let t = wait_trigger(&c, "failing", Duration::from_secs(10), "failed once", |b| {
+        b["status"]["last_run"]["ok"] == false
+    })
+    .await;
+    assert_eq!(t["status"]["last_run"]["status_code"], 500, "{t}");
+    assert!(
+        t["status"]["last_run"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("disk on fire"),
+        "{t}"
+    );
+    assert!(trigger_logs(&c, "failing").await.contains("run failed"));
+    trigger_req(&c, Method::DELETE, Some("failing"), None).await;
+
     // A payload update takes effect at once.
     let (s, t) = trigger_req(
         &c,
