@@ -390,3 +390,111 @@ async fn a_run_cut_short_by_an_operator_crash_runs_again() {
         "the interrupted run ran again, once"
     );
 }
+
+#[tokio::test]
+async fn a_newer_generation_cancels_the_running_one_and_delete_kills_a_run() {
+    let op = Operator::start();
+    let c = op.client("job-cancel-user");
+    let pids = op.data_dir.join("pids.txt");
+    let zip = zip_of(&[(
+        "main.py",
+        "import os, time\n\ndef handler(event, context):\n    with open(os.environ['PID_FILE'], 'a') as f:\n        f.write(str(os.getpid()) + '\\n')\n    time.sleep(event['sleep'])\n    return event['sleep']\n",
+    )]);
+    start_job(
+        &c,
+        json!({"name": "long", "runtime": "python3.11", "entrypoint": "main.handler",
+               "timeout_sec": 120, "input": "{\"sleep\": 60}",
+               "env_vars": {"PID_FILE": pids.to_string_lossy()}}),
+        zip,
+    )
+    .await;
+    let first_pid = wait_pid_lines(&pids, 1).await[0];
+    // A new input while generation 2 runs: its process is killed, 3 runs.
+    let (code, body) = call(
+        &c,
+        Method::PATCH,
+        &paths::job(&c.namespace, "long"),
+        Some(json!({"input": "{\"sleep\": 0.2}"})),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    let job = wait_done(&c, "long", 3).await;
+    assert_eq!(job["status"]["phase"], "Succeeded", "{job}");
+    assert_eq!(job["status"]["message"], "0.2");
+    assert!(
+        !alive(first_pid),
+        "the cancelled run {first_pid} still runs"
+    );
+
+    // Delete while running: the run's process is killed, the job is gone.
+    let (_, body) = call(
+        &c,
+        Method::PATCH,
+        &paths::job(&c.namespace, "long"),
+        Some(json!({"input": "{\"sleep\": 60}"})),
+    )
+    .await;
+    assert_eq!(body["generation"], 4);
+    let running = wait_pid_lines(&pids, 3).await[2];
+    let (code, _) = call(&c, Method::DELETE, &paths::job(&c.namespace, "long"), None).await;
+    assert_eq!(code, 204);
+    assert!(
+        !alive(running),
+        "the deleted job's run {running} still runs"
+    );
+    let (code, _) = call(&c, Method::GET, &paths::job(&c.namespace, "long"), None).await;
+    assert_eq!(code, 404);
+    let ns_dir = op.data_dir.join("builds").join(&c.namespace);
+    assert!(!ns_dir.join("job.long").exists(), "build dir left");
+}
+
+/// Waits until `path` has at least `n` pid lines; returns them.
+async fn wait_pid_lines(path: &std::path::Path, n: usize) -> Vec<u32> {
+    let deadline = Instant::now() + DONE;
+    loop {
+        let pids: Vec<u32> = std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        if pids.len() >= n {
+            return pids;
+        }
+        assert!(Instant::now() < deadline, "no run {n} started: {pids:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn memory_and_result_size_limits_fail_the_job_saying_so() {
+    let op = Operator::start();
+    let c = op.client("job-limits-user");
+    start_job(
+        &c,
+        json!({"name": "hog", "runtime": "python3.11", "entrypoint": "main.handler",
+               "memory_mb": 64, "timeout_sec": 60}),
+        zip_of(&[(
+            "main.py",
+            "import time\n\ndef handler(event, context):\n    hog = []\n    for _ in range(100):\n        hog.append(bytearray(16 * 1024 * 1024))\n        time.sleep(0.1)\n    return len(hog)\n",
+        )]),
+    )
+    .await;
+    let job = wait_done(&c, "hog", 2).await;
+    assert_eq!(job["status"]["phase"], "Failed", "{job}");
+    let error = job["status"]["error"].as_str().unwrap_or("");
+    assert!(error.contains("exceeds memory_mb 64"), "{error}");
+
+    start_job(
+        &c,
+        json!({"name": "big", "runtime": "python3.11", "entrypoint": "main.handler"}),
+        zip_of(&[(
+            "main.py",
+            "def handler(event, context):\n    return 'x' * 300000\n",
+        )]),
+    )
+    .await;
+    let job = wait_done(&c, "big", 2).await;
+    assert_eq!(job["status"]["phase"], "Failed", "{job}");
+    let error = job["status"]["error"].as_str().unwrap_or("");
+    assert!(error.contains("262144 bytes"), "{error}");
+}
