@@ -466,3 +466,89 @@ async fn invoke_target_is_the_in_cluster_service_once_ready() {
     drop(b);
     finish(task).await.assert_complete();
 }
+
+fn tr_uri(rest: &str) -> String {
+    format!(
+        "/apis/sless.kube5s.ru/v1alpha1/namespaces/{}/triggers{rest}",
+        ns()
+    )
+}
+
+fn trigger_json(name: &str, phase: Option<&str>) -> Value {
+    let mut t = json!({
+        "apiVersion": "sless.kube5s.ru/v1alpha1", "kind": "Trigger",
+        "metadata": {"name": name, "namespace": ns(), "resourceVersion": "3",
+                     "creationTimestamp": "2026-12-02T10:00:00Z"},
+        "spec": {"function": "hello", "type": "cron", "schedule": "*/5 * * * *", "enabled": true},
+    });
+    if let Some(p) = phase {
+        t["status"] = json!({"phase": p});
+    }
+    t
+}
+
+#[tokio::test]
+async fn triggers_are_trigger_resources() {
+    let mut steps = ensure_steps(true);
+    steps.extend(
+        [Step::new(Method::POST, tr_uri("?")).status(201).check(|b| {
+            assert_eq!(b["kind"], "Trigger");
+            assert_eq!(b["spec"]["type"], "cron");
+            assert_eq!(b["spec"]["schedule"], "*/5 * * * *");
+            assert_eq!(b["spec"]["function"], "hello");
+            assert_eq!(b["spec"]["enabled"], true);
+        })],
+    );
+    steps.extend(ensure_steps(false));
+    steps.extend([
+        Step::new(Method::POST, tr_uri("?")).answer(
+            409,
+            status_body(
+                409,
+                "AlreadyExists",
+                "triggers.sless.kube5s.ru \"tick\" already exists",
+            ),
+        ),
+        Step::new(Method::GET, tr_uri("?")).answer(
+            200,
+            json!({"apiVersion": "sless.kube5s.ru/v1alpha1", "kind": "TriggerList", "metadata": {},
+                   "items": [trigger_json("zz", Some("Active")), trigger_json("tick", None)]}),
+        ),
+        Step::new(Method::GET, tr_uri("/tick")).answer(200, trigger_json("tick", Some("Active"))),
+        Step::new(Method::GET, tr_uri("/tick")).answer(200, trigger_json("tick", Some("Active"))),
+        Step::new(Method::PUT, tr_uri("/tick?")).check(|b| {
+            assert_eq!(b["spec"]["schedule"], "0 * * * *");
+            assert_eq!(b["spec"]["function"], "hello", "kept");
+        }),
+        Step::new(Method::DELETE, tr_uri("/tick?")).answer(200, trigger_json("tick", None)),
+    ]);
+    let out = scenario(steps, async |r| {
+        let body =
+            json!({"name": "tick", "function": "hello", "type": "cron", "schedule": "*/5 * * * *"});
+        let path = sless_wire::paths::triggers(&ns());
+        let (status, created) = r.call(Method::POST, &path, Some(body.clone())).await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        assert_eq!(created["status"]["phase"], "Waiting");
+        let (status, _) = r.call(Method::POST, &path, Some(body)).await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        let (status, list) = r.call(Method::GET, &path, None).await;
+        assert_eq!(status, StatusCode::OK, "{list}");
+        let names: Vec<&str> = list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["tick", "zz"]);
+        assert_eq!(list["items"][1]["status"]["phase"], "Active");
+        let one = sless_wire::paths::trigger(&ns(), "tick");
+        let (status, updated) = r
+            .call(Method::PATCH, &one, Some(json!({"schedule": "0 * * * *"})))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{updated}");
+        let (status, _) = r.call(Method::DELETE, &one, None).await;
+        assert_eq!(status, StatusCode::NO_CONTENT);
+    })
+    .await;
+    out.assert_complete();
+}

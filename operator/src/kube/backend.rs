@@ -7,7 +7,7 @@
 
 use super::KubeOptions;
 use super::builders;
-use super::crd::{CodeRef, Function, FunctionSpec};
+use super::crd::{CodeRef, Function, FunctionSpec, Trigger, TriggerSpec};
 use super::function::{self, Ctx};
 use super::names::{self, FIELD_MANAGER, OwnerKind};
 use super::objstore::{self, CodeStore, StoreError};
@@ -96,6 +96,75 @@ fn phase_of(s: Option<&str>) -> Phase {
         Some("Failed") => Phase::Failed,
         Some("Deleting") => Phase::Deleting,
         _ => Phase::Pending,
+    }
+}
+
+fn times(meta: &kube::api::ObjectMeta) -> (String, String) {
+    let created = meta
+        .creation_timestamp
+        .as_ref()
+        .map(|t| t.0.to_string())
+        .unwrap_or_default();
+    let updated = meta
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(UPDATED_AT).cloned())
+        .unwrap_or_else(|| created.clone());
+    (created, updated)
+}
+
+/// The wire form of a Trigger object.
+pub fn trigger_to_wire(t: &Trigger) -> Result<sless_wire::Trigger> {
+    use sless_wire::{TriggerPhase, TriggerType};
+    let trigger_type = match t.spec.trigger_type.as_str() {
+        "http" => TriggerType::Http,
+        "cron" => TriggerType::Cron,
+        other => {
+            return Err(Error::Internal(format!(
+                "trigger {} has an unknown type {other:?}",
+                t.name_any()
+            )));
+        }
+    };
+    let st = t.status.clone().unwrap_or_default();
+    let phase = match st.phase.as_deref() {
+        Some("Active") => TriggerPhase::Active,
+        Some("Disabled") => TriggerPhase::Disabled,
+        _ if !t.spec.enabled => TriggerPhase::Disabled,
+        _ => TriggerPhase::Waiting,
+    };
+    let (created_at, updated_at) = times(&t.metadata);
+    Ok(sless_wire::Trigger {
+        namespace: t.namespace().unwrap_or_default(),
+        name: t.name_any(),
+        spec: sless_wire::TriggerSpec {
+            function: t.spec.function.clone(),
+            trigger_type,
+            schedule: t.spec.schedule.clone(),
+            payload: t.spec.payload.clone(),
+            enabled: t.spec.enabled,
+        },
+        status: sless_wire::TriggerStatus {
+            phase,
+            message: st.message.clone(),
+            url: st.url.clone(),
+            next_run_at: None,
+            last_run: None,
+            runs: 0,
+            skipped: 0,
+        },
+        created_at,
+        updated_at,
+    })
+}
+
+fn trigger_spec(s: &sless_wire::TriggerSpec) -> TriggerSpec {
+    TriggerSpec {
+        function: s.function.clone(),
+        trigger_type: s.trigger_type.as_str().to_string(),
+        schedule: s.schedule.clone(),
+        payload: s.payload.clone(),
+        enabled: s.enabled,
     }
 }
 
@@ -189,6 +258,10 @@ impl KubeBackend {
         if let Ok(mut c) = self.controllers.lock() {
             c.extend(handles);
         }
+    }
+
+    fn triggers(&self, ns: &str) -> Api<Trigger> {
+        Api::namespaced(self.client.clone(), ns)
     }
 
     fn functions(&self, ns: &str) -> Api<Function> {
@@ -502,6 +575,105 @@ impl Backend for KubeBackend {
                     .unwrap_or_default()
             ))),
         }
+    }
+
+    async fn create_trigger(
+        &self,
+        namespace: &str,
+        name: &str,
+        spec: sless_wire::TriggerSpec,
+    ) -> Result<sless_wire::Trigger> {
+        let mut t = Trigger::new(name, trigger_spec(&spec));
+        t.metadata.annotations = Some(BTreeMap::from([(UPDATED_AT.to_string(), now())]));
+        let created = self
+            .triggers(namespace)
+            .create(&PostParams::default(), &t)
+            .await
+            .map_err(|e| map_kube_error(e, "trigger", namespace, name))?;
+        trigger_to_wire(&created)
+    }
+
+    async fn get_trigger(&self, namespace: &str, name: &str) -> Result<sless_wire::Trigger> {
+        let t = self
+            .triggers(namespace)
+            .get(name)
+            .await
+            .map_err(|e| map_kube_error(e, "trigger", namespace, name))?;
+        trigger_to_wire(&t)
+    }
+
+    async fn list_triggers(&self, namespace: &str) -> Result<Vec<sless_wire::Trigger>> {
+        let list = self
+            .triggers(namespace)
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| map_kube_error(e, "trigger", namespace, ""))?;
+        let mut out = list
+            .items
+            .iter()
+            .map(trigger_to_wire)
+            .collect::<Result<Vec<_>>>()?;
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    async fn update_trigger(
+        &self,
+        namespace: &str,
+        name: &str,
+        update: sless_wire::UpdateTrigger,
+    ) -> Result<sless_wire::Trigger> {
+        for _ in 0..5 {
+            let mut t = self
+                .triggers(namespace)
+                .get(name)
+                .await
+                .map_err(|e| map_kube_error(e, "trigger", namespace, name))?;
+            let current = trigger_to_wire(&t)?.spec;
+            let next = update.apply_to(&current)?;
+            if next == current {
+                return trigger_to_wire(&t);
+            }
+            t.spec = trigger_spec(&next);
+            t.annotations_mut().insert(UPDATED_AT.to_string(), now());
+            t.status = None;
+            match self
+                .triggers(namespace)
+                .replace(name, &PostParams::default(), &t)
+                .await
+            {
+                Ok(updated) => return trigger_to_wire(&updated),
+                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(e) => return Err(map_kube_error(e, "trigger", namespace, name)),
+            }
+        }
+        Err(Error::Conflict(format!(
+            "trigger {name:?} kept changing; try again"
+        )))
+    }
+
+    async fn delete_trigger(&self, namespace: &str, name: &str) -> Result<()> {
+        self.triggers(namespace)
+            .delete(name, &DeleteParams::background())
+            .await
+            .map_err(|e| map_kube_error(e, "trigger", namespace, name))?;
+        Ok(())
+    }
+
+    async fn read_trigger_logs(
+        &self,
+        namespace: &str,
+        name: &str,
+        tail: Option<usize>,
+    ) -> Result<String> {
+        // The cron runs' curl output, from the newest run pod.
+        self.triggers(namespace)
+            .get(name)
+            .await
+            .map_err(|e| map_kube_error(e, "trigger", namespace, name))?;
+        let selector = names::owner_selector(OwnerKind::Trigger, namespace, name);
+        self.pod_log(&names::deploy_namespace(namespace), &selector, "call", tail)
+            .await
     }
 
     async fn shutdown(&self) {
