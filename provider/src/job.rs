@@ -200,6 +200,16 @@ async fn failure_output(c: &Configured, ns: &str, name: &str) -> String {
     }
 }
 
+/// True when the operator's error already ends with the log's last line
+/// (it carries the output tail), so the log would only repeat it.
+fn repeats_log(error: &str, log: &str) -> bool {
+    log.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .is_some_and(|last| error.contains(last))
+}
+
 /// The `sless_job` resource.
 #[derive(Debug, Clone)]
 pub struct JobResource {
@@ -254,17 +264,23 @@ impl JobResource {
         match poll(timeout, look).await {
             Ok(Outcome::Done(j)) => (Some(j), true),
             Ok(Outcome::Failed(j, why)) => {
+                let why = if why.is_empty() {
+                    "no error message".to_string()
+                } else {
+                    why
+                };
                 let log = failure_output(c, ns, name).await;
-                diags.root_error(
-                    format!("Job {name} failed"),
-                    format!(
-                        "Job {name} (runtime {}, entrypoint {}) failed: {}\n\nLast {JOB_LOG_TAIL_LINES} lines of its {}",
-                        j.spec.runtime,
-                        j.spec.entrypoint,
-                        if why.is_empty() { "no error message" } else { why.as_str() },
-                        log.trim_end()
-                    ),
+                let mut detail = format!(
+                    "Job {name} (runtime {}, entrypoint {}) failed: {why}",
+                    j.spec.runtime, j.spec.entrypoint
                 );
+                if !repeats_log(&why, &log) {
+                    detail.push_str(&format!(
+                        "\n\nLast {JOB_LOG_TAIL_LINES} lines of its {}",
+                        log.trim_end()
+                    ));
+                }
+                diags.root_error(format!("Job {name} failed"), detail);
                 (Some(j), false)
             }
             Ok(Outcome::TimedOut {
@@ -842,6 +858,20 @@ mod tests {
         ];
         want.sort_by_key(|p| format!("{p:?}"));
         assert_eq!(paths, want);
+    }
+
+    #[test]
+    fn a_log_already_in_the_error_is_not_repeated() {
+        let log = "run log:\n=== run 2\nTraceback\nValueError: boom\n";
+        assert!(repeats_log(
+            "raised ValueError: boom\nTraceback\nValueError: boom",
+            log
+        ));
+        assert!(!repeats_log(
+            "timed out after 2 s",
+            "run log:\nsless: killed\n"
+        ));
+        assert!(!repeats_log("x", ""));
     }
 
     #[tokio::test]
