@@ -69,8 +69,7 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Stores code and starts a build, exactly once per code version: uploading
     /// the code the function already runs changes nothing.
-    async fn upload_code(&self, namespace: &str, name: &str, code: CodeBundle)
-    -> Result<Function>;
+    async fn upload_code(&self, namespace: &str, name: &str, code: CodeBundle) -> Result<Function>;
 
     /// The build or run log, optionally only its last `tail` lines.
     async fn read_logs(
