@@ -313,3 +313,90 @@ async fn a_service_from_a_command_and_bad_specs() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 404);
 }
+
+const NODE_APP: &str = r#"const http = require("http");
+http
+  .createServer((req, res) => {
+    res.setHeader("content-type", "application/json");
+    res.end(JSON.stringify({ runtime: "node", version: process.env.APP_VERSION || "1", pid: process.pid, path: req.url }));
+  })
+  .listen(Number(process.env.PORT), process.env.HOST, () => console.log("node service up"));
+"#;
+
+#[tokio::test]
+async fn a_node_service_rebuilds_on_new_code_and_survives_an_operator_restart() {
+    let mut op = Operator::start();
+    let c = op.client("service-node-user");
+    let (code, body) = call(
+        &c,
+        Method::POST,
+        &paths::services(&c.namespace),
+        Some(json!({"name": "api", "runtime": "nodejs20", "entrypoint": "server.js", "timeout_sec": 5})),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let url = body["status"]["url"].as_str().unwrap().to_string();
+    put_code(
+        &c,
+        &paths::service_code(&c.namespace, "api"),
+        zip_of(&[("server.js", NODE_APP)]),
+    )
+    .await;
+    wait_ready(&c, "api").await;
+    let v = get_until(&format!("{url}/x"), READY, |_| true).await;
+    assert_eq!(v["runtime"], "node");
+    assert_eq!(v["path"], "/x");
+
+    // New code: rebuilt and served.
+    let v2 = NODE_APP.replace("process.env.APP_VERSION || \"1\"", "\"2\"");
+    let (code, body) = put_code(
+        &c,
+        &paths::service_code(&c.namespace, "api"),
+        zip_of(&[("server.js", &v2)]),
+    )
+    .await;
+    assert_eq!(code, 202, "{body}");
+    get_until(&url, READY, |v| v["version"] == "2").await;
+    let build_log = c
+        .req(Method::GET, &paths::service_logs(&c.namespace, "api"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(build_log.contains("=== build of"), "{build_log}");
+    let svc = wait_ready(&c, "api").await;
+    assert_eq!(
+        svc["status"]["restarts"], 0,
+        "new code resets restarts: {svc}"
+    );
+
+    // The operator stops and comes back: the service is served again, same URL
+    // path, without a rebuild.
+    let builds = build_log.matches("=== build of").count();
+    op.stop();
+    op.spawn();
+    let c = op.client("service-node-user");
+    let after = wait_ready(&c, "api").await;
+    assert_eq!(
+        after["status"]["last_built_at"],
+        svc["status"]["last_built_at"]
+    );
+    let url = after["status"]["url"].as_str().unwrap().to_string();
+    let v = get_until(&url, READY, |_| true).await;
+    assert_eq!(v["version"], "2");
+    let build_log = c
+        .req(Method::GET, &paths::service_logs(&c.namespace, "api"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(
+        build_log.matches("=== build of").count(),
+        builds,
+        "no rebuild after the restart: {build_log}"
+    );
+}
