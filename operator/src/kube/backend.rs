@@ -253,7 +253,8 @@ impl KubeBackend {
         let handles = [
             tokio::spawn(function::run(ctx.clone(), stop(&self.stop))),
             tokio::spawn(super::trigger::run(ctx.clone(), stop(&self.stop))),
-            tokio::spawn(super::job::run(ctx, stop(&self.stop))),
+            tokio::spawn(super::job::run(ctx.clone(), stop(&self.stop))),
+            tokio::spawn(super::service::run(ctx, stop(&self.stop))),
         ];
         if let Ok(mut c) = self.controllers.lock() {
             c.extend(handles);

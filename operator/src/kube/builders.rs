@@ -11,9 +11,9 @@ use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec, Job, JobSpec, JobTemplateSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource,
-    KeyToPath, LocalObjectReference, Namespace, PodSecurityContext, PodSpec, PodTemplateSpec,
-    Probe, ResourceRequirements, SecretKeySelector, SecretVolumeSource, SecurityContext, Service,
-    ServicePort, ServiceSpec, TCPSocketAction, Volume, VolumeMount,
+    HTTPGetAction, KeyToPath, LocalObjectReference, Namespace, PodSecurityContext, PodSpec,
+    PodTemplateSpec, Probe, ResourceRequirements, SecretKeySelector, SecretVolumeSource,
+    SecurityContext, Service, ServicePort, ServiceSpec, TCPSocketAction, Volume, VolumeMount,
 };
 use k8s_openapi::api::networking::v1::{
     HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule,
@@ -218,6 +218,61 @@ pub fn deployment(opts: &KubeOptions, w: &Workload<'_>) -> Deployment {
         },
         ..Default::default()
     }
+}
+
+/// The Deployment of a sless Service: the user's own server (`script` run by
+/// the runtime's interpreter, or `command`), `PORT` set to the runtime port,
+/// an HTTP readiness probe on `health_path`; otherwise like [`deployment`]
+/// (memory limit, sorted env, owner labels, pull secret).
+pub fn service_deployment(
+    opts: &KubeOptions,
+    w: &Workload<'_>,
+    command: &[String],
+    health_path: &str,
+) -> Deployment {
+    let mut d = deployment(opts, w);
+    if let Some(c) = d
+        .spec
+        .template
+        .spec
+        .as_mut()
+        .and_then(|p| p.containers.first_mut())
+    {
+        c.command = Some(if command.is_empty() {
+            match w.runtime.language() {
+                sless_wire::runtime::Language::Python => {
+                    vec!["python3".into(), "-u".into(), w.entrypoint.to_string()]
+                }
+                sless_wire::runtime::Language::Node => {
+                    vec!["node".into(), w.entrypoint.to_string()]
+                }
+            }
+        } else {
+            command.to_vec()
+        });
+        let mut env: BTreeMap<String, String> = w.env_vars.clone();
+        env.insert("PORT".into(), RUNTIME_PORT.to_string());
+        c.env = Some(
+            env.into_iter()
+                .map(|(name, value)| EnvVar {
+                    name,
+                    value: Some(value),
+                    ..Default::default()
+                })
+                .collect(),
+        );
+        c.readiness_probe = Some(Probe {
+            http_get: Some(HTTPGetAction {
+                path: Some(health_path.to_string()),
+                port: IntOrString::Int(RUNTIME_PORT),
+                ..Default::default()
+            }),
+            period_seconds: Some(2),
+            failure_threshold: Some(3),
+            ..Default::default()
+        });
+    }
+    d
 }
 
 /// The ClusterIP Service in front of a workload's pods, port 80 → runtime port.
@@ -740,6 +795,48 @@ mod tests {
         assert_eq!(
             deployment(&test_options(), &workload(&e)),
             deployment(&test_options(), &workload(&e2))
+        );
+    }
+
+    #[test]
+    fn service_deployment_runs_the_script_with_port_and_health_probe() {
+        let e = env();
+        let mut w = workload(&e);
+        w.kind = OwnerKind::Service;
+        w.entrypoint = "app.py";
+        let d = service_deployment(&test_options(), &w, &[], "/healthz");
+        assert_eq!(d.metadata.name.as_deref(), Some("svc-hello"));
+        let c = &d.spec.template.spec.unwrap().containers[0];
+        assert_eq!(c.command.clone().unwrap(), ["python3", "-u", "app.py"]);
+        let names_: Vec<&str> = c
+            .env
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|v| v.name.as_str())
+            .collect();
+        assert_eq!(names_, ["ALPHA", "MIDDLE", "PORT", "ZED"]);
+        let probe = c
+            .readiness_probe
+            .as_ref()
+            .unwrap()
+            .http_get
+            .as_ref()
+            .unwrap();
+        assert_eq!(probe.path.as_deref(), Some("/healthz"));
+        assert_eq!(probe.port, IntOrString::Int(8080));
+        assert_eq!(
+            c.resources.as_ref().unwrap().limits.as_ref().unwrap()["memory"],
+            Quantity("256Mi".into())
+        );
+        let cmd = vec!["gunicorn".to_string(), "app:app".to_string()];
+        let d = service_deployment(&test_options(), &w, &cmd, "/");
+        assert_eq!(
+            d.spec.template.spec.unwrap().containers[0]
+                .command
+                .clone()
+                .unwrap(),
+            cmd
         );
     }
 

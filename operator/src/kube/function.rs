@@ -249,7 +249,8 @@ pub fn job_outcome(job: &Job) -> Option<(bool, String)> {
     None
 }
 
-fn deployment_ready(d: &Deployment) -> bool {
+/// True when a Deployment has rolled out its current generation and is available.
+pub(crate) fn deployment_ready(d: &Deployment) -> bool {
     let generation = d.metadata.generation.unwrap_or(0);
     d.status.as_ref().is_some_and(|s| {
         s.observed_generation.unwrap_or(0) >= generation

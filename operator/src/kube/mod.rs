@@ -20,6 +20,7 @@ pub mod function;
 pub mod job;
 pub mod names;
 pub mod objstore;
+pub mod service;
 pub mod trigger;
 
 pub use backend::KubeBackend;

@@ -1,0 +1,298 @@
+//! The Service controller (kind `Service`, Rust type `SlessService`): a
+//! long-running user server built like a function (the shared build state
+//! machine), run by a Deployment (`svc-<name>`) with a ClusterIP Service in
+//! `sless-fn-<ns>`. Env, command, memory and health path changes are applied
+//! in place (no rebuild). Self-healing: children are watched by owner label
+//! and Ready services are re-reconciled every 60 s, so a Deployment deleted
+//! by hand is recreated.
+
+use super::KubeError;
+use super::build::{self, Progress};
+use super::builders::{self, Workload};
+use super::crd::{SlessService, SlessServiceStatus};
+use super::function::{Ctx, deployment_ready, is_status, set_condition};
+use super::names::{self, FIELD_MANAGER, OwnerKind};
+use futures_util::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::EventType;
+use kube::runtime::finalizer::{Event as Finalizer, finalizer};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The finalizer on every sless Service.
+pub const FINALIZER: &str = "sless.kube5s.ru/service-cleanup";
+/// Requeue while building or starting.
+pub const REQUEUE_ACTIVE: Duration = Duration::from_secs(5);
+/// Periodic requeue of Ready services (self-healing).
+pub const REQUEUE_READY: Duration = Duration::from_secs(60);
+
+fn changed(a: &SlessServiceStatus, b: &SlessServiceStatus) -> bool {
+    let strip = |s: &SlessServiceStatus| {
+        let mut s = s.clone();
+        for c in &mut s.conditions {
+            c.last_transition_time = Time(Timestamp::UNIX_EPOCH);
+        }
+        s
+    };
+    strip(a) != strip(b)
+}
+
+async fn patch_status(
+    api: &Api<SlessService>,
+    name: &str,
+    old: &SlessServiceStatus,
+    new: &SlessServiceStatus,
+) -> Result<(), KubeError> {
+    if !changed(old, new) {
+        return Ok(());
+    }
+    let body = serde_json::json!({
+        "apiVersion": SlessService::api_version(&()),
+        "kind": SlessService::kind(&()),
+        "status": new,
+    });
+    api.patch_status(
+        name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&body),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Reconciles one sless Service (the finalizer wraps apply and cleanup).
+pub async fn reconcile(s: Arc<SlessService>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
+    let ns = s.namespace().ok_or(KubeError::Incomplete("namespace"))?;
+    let api: Api<SlessService> = Api::namespaced(ctx.client.clone(), &ns);
+    let key = format!("service/{ns}/{}", s.name_any());
+    let action = finalizer(&api, FINALIZER, s, |ev| async {
+        match ev {
+            Finalizer::Apply(s) => apply(s, ctx.clone()).await,
+            Finalizer::Cleanup(s) => cleanup(s, ctx.clone()).await,
+        }
+    })
+    .await
+    .map_err(|e| KubeError::Finalizer(Box::new(e)))?;
+    ctx.reset_failures(&key);
+    Ok(action)
+}
+
+/// What to do after a failed reconcile: retry with a per-object backoff.
+pub fn error_policy(s: Arc<SlessService>, err: &KubeError, ctx: Arc<Ctx>) -> Action {
+    let key = format!(
+        "service/{}/{}",
+        s.namespace().unwrap_or_default(),
+        s.name_any()
+    );
+    tracing::warn!(service = %key, error = %err, "reconcile failed");
+    Action::requeue(ctx.failure_backoff(&key))
+}
+
+async fn apply(s: Arc<SlessService>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
+    let ns = s.namespace().ok_or(KubeError::Incomplete("namespace"))?;
+    let name = s.name_any();
+    let api: Api<SlessService> = Api::namespaced(ctx.client.clone(), &ns);
+    let old = s.status.clone().unwrap_or_default();
+    let mut st = old.clone();
+    let Some(code) = s.spec.code.clone() else {
+        st.phase = Some("Pending".into());
+        st.message = Some("waiting for code".into());
+        patch_status(&api, &name, &old, &st).await?;
+        return Ok(Action::await_change());
+    };
+    let Some(runtime) = s.spec.runtime.parse::<sless_wire::Runtime>().ok() else {
+        st.phase = Some("Failed".into());
+        st.message = Some(format!("unknown runtime {:?}", s.spec.runtime));
+        patch_status(&api, &name, &old, &st).await?;
+        return Ok(Action::await_change());
+    };
+    let target = build::Target {
+        kind: OwnerKind::Service,
+        namespace: &ns,
+        name: &name,
+        code_key: &code.key,
+    };
+    let image = target.image(&ctx.opts.registry);
+    match build::step(&ctx, target, &mut st.build).await? {
+        Progress::Started | Progress::Running => {
+            st.phase = Some("Building".into());
+            st.message = Some(format!("building {image}"));
+            set_condition(
+                &mut st.conditions,
+                "Ready",
+                false,
+                "Building",
+                "waiting for the build",
+            );
+            patch_status(&api, &name, &old, &st).await?;
+            return Ok(Action::requeue(REQUEUE_ACTIVE));
+        }
+        Progress::Failed { why } => {
+            if let Some(why) = why {
+                st.message = Some(format!("build failed: {why}; see the build log"));
+                ctx.event(
+                    s.as_ref(),
+                    EventType::Warning,
+                    "BuildFailed",
+                    st.message.clone().unwrap_or_default(),
+                )
+                .await;
+            }
+            st.phase = Some("Failed".into());
+            set_condition(
+                &mut st.conditions,
+                "Ready",
+                false,
+                "BuildFailed",
+                "waiting for new code",
+            );
+            patch_status(&api, &name, &old, &st).await?;
+            return Ok(Action::await_change());
+        }
+        Progress::Succeeded => {}
+    }
+    let deploy_ns = names::deploy_namespace(&ns);
+    let wname = names::workload_name(OwnerKind::Service, &name);
+    let script = s.spec.entrypoint.clone().unwrap_or_default();
+    let w = Workload {
+        kind: OwnerKind::Service,
+        namespace: &ns,
+        name: &name,
+        runtime,
+        entrypoint: &script,
+        env_vars: &s.spec.env_vars,
+        memory_mb: s.spec.memory_mb,
+        timeout_sec: s.spec.timeout_sec,
+        image: &image,
+    };
+    let pp = PatchParams::apply(FIELD_MANAGER).force();
+    let applied = Api::<Deployment>::namespaced(ctx.client.clone(), &deploy_ns)
+        .patch(
+            &wname,
+            &pp,
+            &Patch::Apply(&builders::service_deployment(
+                &ctx.opts,
+                &w,
+                &s.spec.command,
+                &s.spec.health_path,
+            )),
+        )
+        .await?;
+    Api::<Service>::namespaced(ctx.client.clone(), &deploy_ns)
+        .patch(
+            &wname,
+            &pp,
+            &Patch::Apply(&builders::workload_service(OwnerKind::Service, &ns, &name)),
+        )
+        .await?;
+    st.url = Some(builders::service_url(OwnerKind::Service, &ns, &name));
+    let ready = deployment_ready(&applied);
+    if ready {
+        st.phase = Some("Ready".into());
+        st.message = None;
+        set_condition(
+            &mut st.conditions,
+            "Ready",
+            true,
+            "Available",
+            "the Deployment is available",
+        );
+        if old.phase.as_deref() != Some("Ready") {
+            ctx.event(
+                s.as_ref(),
+                EventType::Normal,
+                "Ready",
+                "the service serves".into(),
+            )
+            .await;
+        }
+    } else {
+        st.phase = Some("Building".into());
+        st.message = Some("starting".into());
+        set_condition(
+            &mut st.conditions,
+            "Ready",
+            false,
+            "Starting",
+            "waiting for the Deployment",
+        );
+    }
+    patch_status(&api, &name, &old, &st).await?;
+    Ok(Action::requeue(if ready {
+        REQUEUE_READY
+    } else {
+        REQUEUE_ACTIVE
+    }))
+}
+
+/// Deletes the build Jobs, the Deployment and the Service.
+async fn cleanup(s: Arc<SlessService>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
+    let ns = s.namespace().ok_or(KubeError::Incomplete("namespace"))?;
+    let name = s.name_any();
+    let deploy_ns = names::deploy_namespace(&ns);
+    let dp = DeleteParams::background();
+    let lp = ListParams::default().labels(&names::owner_selector(OwnerKind::Service, &ns, &name));
+    match Api::<Job>::namespaced(ctx.client.clone(), &deploy_ns)
+        .delete_collection(&dp, &lp)
+        .await
+    {
+        Ok(_) => {}
+        Err(e) if is_status(&e, 404) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let wname = names::workload_name(OwnerKind::Service, &name);
+    super::function::delete_if_present(
+        &Api::<Deployment>::namespaced(ctx.client.clone(), &deploy_ns),
+        &wname,
+    )
+    .await?;
+    super::function::delete_if_present(
+        &Api::<Service>::namespaced(ctx.client.clone(), &deploy_ns),
+        &wname,
+    )
+    .await?;
+    Ok(Action::await_change())
+}
+
+fn owner_ref<K: ResourceExt>(child: &K) -> Option<ObjectRef<SlessService>> {
+    names::owner_of(child.labels()).map(|(ns, name)| ObjectRef::new(&name).within(&ns))
+}
+
+/// Runs the Service controller until `shutdown` completes: watches sless
+/// Services and, by owner label, their Deployments, Services and build Jobs.
+pub async fn run(ctx: Arc<Ctx>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
+    let client = ctx.client.clone();
+    let children = watcher::Config::default().labels(&names::kind_selector(OwnerKind::Service));
+    Controller::new(
+        Api::<SlessService>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .watches(
+        Api::<Deployment>::all(client.clone()),
+        children.clone(),
+        |d| owner_ref(&d),
+    )
+    .watches(Api::<Service>::all(client.clone()), children.clone(), |s| {
+        owner_ref(&s)
+    })
+    .watches(Api::<Job>::all(client), children, |j| owner_ref(&j))
+    .graceful_shutdown_on(shutdown)
+    .with_config(kube::runtime::controller::Config::default().concurrency(4))
+    .run(reconcile, error_policy, ctx)
+    .for_each(|res| async move {
+        if let Err(e) = res {
+            tracing::debug!(error = %e, "service controller event");
+        }
+    })
+    .await;
+}
