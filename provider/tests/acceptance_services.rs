@@ -161,7 +161,30 @@ async fn service_lifecycle_with_real_terraform() {
     let (code, plan) = tf.plan_code();
     assert_eq!(code, 0, "a restart is not a change:\n{plan}");
 
-    // 4. Destroy: the URL answers 404 and no process is left.
+    // 4. New code rebuilds in place and is served from the same URL.
+    write(
+        &tf.dir.join("app/app.py"),
+        APP_PY
+            .replace("'path': self.path", "'path': self.path, 'version': 2")
+            .as_bytes(),
+    );
+    tf.apply();
+    assert_eq!(
+        tf.outputs()["url"]["value"],
+        url.as_str(),
+        "the URL is stable"
+    );
+    let got = get(&url).await.expect("the rebuilt service answers");
+    assert_eq!(got["version"], 2, "{got}");
+    assert_ne!(
+        api_get().await["status"]["last_built_at"],
+        built_before,
+        "new code rebuilds"
+    );
+    let (code, plan) = tf.plan_code();
+    assert_eq!(code, 0, "plan after the rebuild must be empty:\n{plan}");
+
+    // 5. Destroy: the URL answers 404 and no process is left.
     tf.ok(&["destroy", "-auto-approve", "-input=false", "-no-color"]);
     let r = http.get(&url).send().await.unwrap();
     assert_eq!(r.status(), 404);

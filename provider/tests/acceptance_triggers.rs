@@ -192,7 +192,39 @@ async fn http_and_cron_triggers_with_real_terraform() {
     let (code, plan) = tf.plan_code();
     assert_eq!(code, 0, "plan after the cron runs must be empty:\n{plan}");
 
-    // 5. An invalid schedule fails at plan time, naming the field.
+    // 5. Disabling the http trigger and changing a schedule are in-place
+    //    updates: the URL stays, and answers 404 while disabled.
+    let changed = config("")
+        .replace(
+            "type     = \"http\"",
+            "type     = \"http\"\n  enabled  = false",
+        )
+        .replace("\"*/2 * * * * *\"", "\"*/3 * * * * *\"");
+    tf.write_main(&changed);
+    let (code, plan) = tf.plan_code();
+    assert_eq!(code, 2, "{plan}");
+    for addr in ["sless_trigger.web", "sless_trigger.fast"] {
+        assert!(
+            flat(&plan).contains(&format!("{addr} will be updated in-place")),
+            "{addr}: {plan}"
+        );
+    }
+    tf.apply();
+    assert_eq!(
+        tf.outputs()["url"]["value"],
+        url.as_str(),
+        "the URL is stable"
+    );
+    let r = http.get(&url).send().await.unwrap();
+    assert_eq!(r.status(), 404, "a disabled http trigger answers 404");
+    let (code, plan) = tf.plan_code();
+    assert_eq!(code, 0, "plan after the update must be empty:\n{plan}");
+    tf.write_main(&config(""));
+    tf.apply();
+    let r = http.get(&url).send().await.unwrap();
+    assert_eq!(r.status(), 200, "enabled again, the same URL answers");
+
+    // 6. An invalid schedule fails at plan time, naming the field.
     tf.write_main(&config(
         r#"
 resource "sless_trigger" "bad" {
@@ -215,7 +247,7 @@ resource "sless_trigger" "bad" {
     );
     tf.write_main(&config(""));
 
-    // 6. Destroy: the public URL answers 404 (not 502) and the trigger is gone.
+    // 7. Destroy: the public URL answers 404 (not 502) and the trigger is gone.
     tf.ok(&["destroy", "-auto-approve", "-input=false", "-no-color"]);
     let r = http.get(&url).send().await.unwrap();
     assert_eq!(r.status(), 404, "the URL of a destroyed trigger");
