@@ -1,6 +1,8 @@
 //! Release tooling for sless: builds the Terraform provider, packages and signs it, and
-//! publishes a static Provider Registry Protocol v1 tree (`cargo xtask release`).
+//! publishes a static Provider Registry Protocol v1 tree (`cargo xtask release`); measures
+//! sless against same-run baselines (`cargo xtask bench`).
 
+pub mod bench;
 pub mod build;
 pub mod cmd;
 pub mod error;

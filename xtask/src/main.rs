@@ -21,6 +21,27 @@ enum Command {
     /// Build, zip, checksum and sign the provider, and publish it into a static
     /// Terraform registry tree (Provider Registry Protocol v1), then verify the result.
     Release(ReleaseArgs),
+    /// Benchmark sless against same-run baselines (see docs/performance.md).
+    Bench(BenchArgs),
+    /// Internal: time the provider's hash+zip path over DIR (used by `bench`).
+    #[command(hide = true)]
+    BenchHashWorker {
+        /// The folder to read.
+        dir: PathBuf,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct BenchArgs {
+    /// Shorter run (under ~3 minutes): N = 1 and 10 only, 3 s loads, one plan each.
+    #[arg(long)]
+    quick: bool,
+    /// Output folder for results.json and generated inputs.
+    #[arg(long, default_value = "build/bench")]
+    out: PathBuf,
+    /// Use the release binaries already in the target dir.
+    #[arg(long)]
+    no_build: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -88,6 +109,8 @@ fn default_workspace() -> PathBuf {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Bench(a) => xtask::bench::cli(a.quick, a.out, a.no_build, default_workspace()),
+        Command::BenchHashWorker { dir } => xtask::bench::hash_worker_cli(&dir),
         Command::Release(a) => {
             let workspace = a.workspace.unwrap_or_else(default_workspace);
             let out = if a.out.is_absolute() {

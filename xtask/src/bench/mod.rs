@@ -1,0 +1,225 @@
+//! `cargo xtask bench`: measures sless side by side with baselines from the same run
+//! (invoke path, plan/apply at scale, source hashing, cold start, memory) on
+//! 127.0.0.1, prints a Markdown table and writes `results.json`. Figures are ratios
+//! or deltas against their baselines, never bare times, and never asserted.
+
+pub mod coldstart;
+pub mod error;
+pub mod fixtures;
+pub mod hashing;
+pub mod http;
+pub mod invoke;
+pub mod memory;
+pub mod operator;
+pub mod report;
+pub mod scale;
+pub mod stats;
+pub mod wrk;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+pub use error::{BenchError, Result};
+use report::{Machine, Report};
+
+/// What `cargo xtask bench` was asked to do.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Fewer sizes and shorter loads (under ~3 minutes).
+    pub quick: bool,
+    /// Output folder (`results.json` and every generated input).
+    pub out: PathBuf,
+    /// The workspace root.
+    pub workspace: PathBuf,
+    /// Skip `cargo build --release` (binaries already built).
+    pub no_build: bool,
+}
+
+fn tool_present(tool: &str) -> bool {
+    Command::new(tool).arg("--version").output().is_ok()
+}
+
+/// Builds the release binaries and runs every section. Returns the report; it has
+/// failures when any part of the run went wrong (the caller exits non-zero).
+pub fn run(opts: &BenchOptions) -> Result<Report> {
+    let started = Instant::now();
+    wrk::ensure_installed()?;
+    for tool in ["terraform", "python3", "node", "openssl", "sha256sum"] {
+        if !tool_present(tool) {
+            return Err(BenchError::MissingTool {
+                tool,
+                hint: "scripts/test.sh installs what the project needs".to_owned(),
+            });
+        }
+    }
+    if !opts.no_build {
+        let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        cargo.current_dir(&opts.workspace).args([
+            "build",
+            "--release",
+            "-p",
+            "sless-operator",
+            "-p",
+            "terraform-provider-sless",
+            "-p",
+            "xtask",
+        ]);
+        crate::cmd::run_inherited(&mut cargo)?;
+    }
+    let release = target_dir(&opts.workspace).join("release");
+    let operator_bin = release.join("sless-operator");
+    let provider_bin = release.join("terraform-provider-sless");
+    let xtask_bin = release.join("xtask");
+    std::fs::create_dir_all(&opts.out).map_err(error::io("create", &opts.out))?;
+    let out = opts
+        .out
+        .canonicalize()
+        .map_err(error::io("resolve", &opts.out))?;
+
+    let mut report = Report {
+        machine: Machine::probe(),
+        quick: opts.quick,
+        ..Report::default()
+    };
+    println!(
+        "{}",
+        report
+            .table()
+            .lines()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+
+    if let Err(e) = hashing::run(&mut report, &xtask_bin, &out) {
+        report.fail(format!("3 hashing: {e}"));
+    }
+
+    let op = operator::Operator::start(&operator_bin, &out.join("operator-data"))?;
+    std::thread::sleep(Duration::from_secs(1));
+    let idle_mib = memory::operator_rss(&op)?;
+    let client = op.client("bench")?;
+
+    let deployed = match coldstart::run(&mut report, &client, &opts.workspace, &out) {
+        Ok(d) => d,
+        Err(e) => {
+            report.fail(format!("4 cold start: {e}"));
+            Vec::new()
+        }
+    };
+    let load = wrk::Load {
+        threads: 1,
+        connections: 8,
+        duration_secs: if opts.quick { 3 } else { 10 },
+    };
+    if deployed.is_empty() {
+        report.fail("1 invoke: skipped, no function was deployed");
+    } else if let Err(e) = invoke::run(&mut report, &client, &deployed, &out.join("wrk"), load) {
+        report.fail(format!("1 invoke: {e}"));
+    }
+
+    let sizes: &[usize] = if opts.quick { &[1, 10] } else { &[1, 10, 50] };
+    let plan_runs = if opts.quick { 1 } else { 3 };
+    match op.client("bench-tf") {
+        Ok(tf_client) => {
+            if let Err(e) = scale::run(
+                &mut report,
+                &tf_client,
+                &provider_bin,
+                &out.join("tf"),
+                sizes,
+                plan_runs,
+            ) {
+                report.fail(format!("2 plan/apply: {e}"));
+            }
+        }
+        Err(e) => report.fail(format!("2 plan/apply: {e}")),
+    }
+
+    match op.client("bench-mem") {
+        Ok(mem_client) => {
+            if let Err(e) = memory::run(&mut report, &op, &mem_client, idle_mib) {
+                report.fail(format!("5 memory: {e}"));
+            }
+        }
+        Err(e) => report.fail(format!("5 memory: {e}")),
+    }
+    drop(op);
+
+    report.machine.loadavg_end = report::loadavg();
+    report.raw("wall_secs", started.elapsed().as_secs_f64());
+    report.write_json(&out)?;
+    let m = &report.machine;
+    println!(
+        "\nmachine: {} CPUs ({}), {} MiB RAM; load average at start {}, at end {}\n",
+        m.cpus, m.cpu_model, m.mem_total_mib, m.loadavg_start, m.loadavg_end
+    );
+    println!("{}", report.table());
+    println!("results: {}", out.join("results.json").display());
+    Ok(report)
+}
+
+/// `CARGO_TARGET_DIR` or `<workspace>/target`.
+pub fn target_dir(workspace: &Path) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(d) => {
+            let d = PathBuf::from(d);
+            if d.is_absolute() {
+                d
+            } else {
+                workspace.join(d)
+            }
+        }
+        None => workspace.join("target"),
+    }
+}
+
+/// The `bench` subcommand: runs, prints, and maps the outcome to an exit status
+/// (1 when the run had failures or could not run).
+pub fn cli(
+    quick: bool,
+    out: PathBuf,
+    no_build: bool,
+    workspace: PathBuf,
+) -> std::process::ExitCode {
+    let out = if out.is_absolute() {
+        out
+    } else {
+        std::env::current_dir().map(|d| d.join(&out)).unwrap_or(out)
+    };
+    let opts = BenchOptions {
+        quick,
+        out,
+        workspace,
+        no_build,
+    };
+    match run(&opts) {
+        Ok(r) if r.failures.is_empty() => std::process::ExitCode::SUCCESS,
+        Ok(r) => {
+            eprintln!("\nthe run had {} failure(s):", r.failures.len());
+            for f in &r.failures {
+                eprintln!("  - {f}");
+            }
+            std::process::ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// The hidden `bench-hash-worker DIR` subcommand: prints [`hashing::WorkerTimes`] as JSON.
+pub fn hash_worker_cli(dir: &Path) -> std::process::ExitCode {
+    match hashing::worker(dir) {
+        Ok(t) => {
+            println!("{}", serde_json::to_string(&t).unwrap_or_default());
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! The arithmetic of the report: ratios, deltas, medians, and reading RFC 3339 times.
+
+/// `value / baseline`, or `None` when the baseline is zero or not finite.
+pub fn ratio(value: f64, baseline: f64) -> Option<f64> {
+    if baseline == 0.0 || !baseline.is_finite() || !value.is_finite() {
+        None
+    } else {
+        Some(value / baseline)
+    }
+}
+
+/// The median of `samples` (mean of the two middle ones for an even count).
+pub fn median(samples: &[f64]) -> Option<f64> {
+    if samples.is_empty() {
+        return None;
+    }
+    let mut s = samples.to_vec();
+    s.sort_by(f64::total_cmp);
+    let mid = s.len() / 2;
+    Some(if s.len() % 2 == 0 {
+        (s[mid - 1] + s[mid]) / 2.0
+    } else {
+        s[mid]
+    })
+}
+
+/// Per-resource overhead: `(total(n) - total(empty)) / n`, `None` for `n == 0`.
+pub fn per_item(total: f64, floor: f64, n: usize) -> Option<f64> {
+    if n == 0 {
+        None
+    } else {
+        Some((total - floor) / n as f64)
+    }
+}
+
+/// Seconds since the Unix epoch of an RFC 3339 UTC time with whole seconds or a
+/// fraction, e.g. `2026-12-02T14:55:00Z` or `2026-12-02T14:55:00.25Z`.
+pub fn parse_rfc3339_utc(s: &str) -> Option<f64> {
+    let s = s.trim().strip_suffix('Z')?;
+    let (date, time) = s.split_once('T')?;
+    let mut d = date.split('-');
+    let y: i64 = d.next()?.parse().ok()?;
+    let m: i64 = d.next()?.parse().ok()?;
+    let day: i64 = d.next()?.parse().ok()?;
+    let mut t = time.split(':');
+    let hh: i64 = t.next()?.parse().ok()?;
+    let mm: i64 = t.next()?.parse().ok()?;
+    let ss: f64 = t.next()?.parse().ok()?;
+    if !(1..=12).contains(&m) || !(1..=31).contains(&day) {
+        return None;
+    }
+    // Days from civil (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some((days * 86_400 + hh * 3600 + mm * 60) as f64 + ss)
+}
+
+/// The `VmRSS` of a process in MiB, from `/proc/<pid>/status`.
+pub fn rss_mib(pid: u32) -> Option<f64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    parse_vm_rss_kib(&text).map(|kib| kib as f64 / 1024.0)
+}
+
+/// The `VmRSS:` value in KiB of a `/proc/<pid>/status` text.
+pub fn parse_vm_rss_kib(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratio_refuses_a_zero_baseline() {
+        assert_eq!(ratio(3.0, 1.5), Some(2.0));
+        assert_eq!(ratio(3.0, 0.0), None);
+        assert_eq!(ratio(f64::NAN, 1.0), None);
+    }
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+    }
+
+    #[test]
+    fn per_item_overhead_subtracts_the_floor() {
+        assert_eq!(per_item(3500.0, 1500.0, 10), Some(200.0));
+        assert_eq!(per_item(1.0, 0.0, 0), None);
+    }
+
+    #[test]
+    fn rfc3339_times_are_read() {
+        assert_eq!(parse_rfc3339_utc("1970-01-01T00:00:00Z"), Some(0.0));
+        assert_eq!(
+            parse_rfc3339_utc("2000-03-01T00:00:01Z"),
+            Some(951_868_801.0)
+        );
+        assert_eq!(
+            parse_rfc3339_utc("2026-12-02T14:55:00.5Z"),
+            Some(1_796_223_300.5)
+        );
+        assert_eq!(parse_rfc3339_utc("2026-12-02 14:55:00"), None);
+    }
+
+    #[test]
+    fn vm_rss_is_read_from_proc_status() {
+        let s = "Name:\tx\nVmPeak:\t 9000 kB\nVmRSS:\t    2048 kB\n";
+        assert_eq!(parse_vm_rss_kib(s), Some(2048));
+        assert_eq!(parse_vm_rss_kib("Name: x\n"), None);
+    }
+}
