@@ -46,15 +46,19 @@ pub fn cargo() -> Command {
 }
 
 /// Builds the provider in the dev profile (a no-op when already built) and returns it.
+///
+/// Builds every workspace binary, as `scripts/test.sh` does, so Cargo resolves the
+/// same features and reuses that build: `-p terraform-provider-sless` alone would
+/// unify features differently and rebuild most dependencies (minutes in CI).
 pub fn debug_provider() -> PathBuf {
     let status = cargo()
         .current_dir(workspace())
-        .args(["build", "-p", "terraform-provider-sless"])
+        .args(["build", "--workspace", "--bins"])
         .status()
         .expect("run cargo build");
     assert!(
         status.success(),
-        "cargo build -p terraform-provider-sless failed"
+        "cargo build --workspace --bins failed"
     );
     let bin = target_dir().join("debug").join("terraform-provider-sless");
     assert!(bin.is_file(), "{} missing after build", bin.display());
