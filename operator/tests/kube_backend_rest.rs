@@ -552,3 +552,97 @@ async fn triggers_are_trigger_resources() {
     .await;
     out.assert_complete();
 }
+
+#[tokio::test]
+async fn jobs_are_functionjob_resources_with_generations() {
+    let ju = |rest: &str| {
+        format!(
+            "/apis/sless.kube5s.ru/v1alpha1/namespaces/{}/functionjobs{rest}",
+            ns()
+        )
+    };
+    let job_json = json!({
+        "apiVersion": "sless.kube5s.ru/v1alpha1", "kind": "FunctionJob",
+        "metadata": {"name": "once", "namespace": ns(), "generation": 3, "creationTimestamp": "2026-12-02T10:00:00Z"},
+        "spec": {"runtime": "nodejs20", "entrypoint": "index.handler", "envVars": {}, "input": "{\"a\":1}",
+                 "runId": 2, "memoryMb": 128, "timeoutSec": 30,
+                 "code": {"key": "code/x/ee.nodejs20.tar.gz", "sha256": "ee"}},
+        "status": {"phase": "Succeeded", "message": "{\"b\":2}", "observedGeneration": 3},
+    });
+    let mut steps = ensure_steps(true);
+    steps.push(Step::new(Method::POST, ju("?")).status(201).check(|b| {
+        assert_eq!(b["kind"], "FunctionJob");
+        assert_eq!(b["spec"]["input"], "{\"x\":1}");
+        assert_eq!(b["spec"]["runId"], 7);
+        assert_eq!(b["spec"]["runtime"], "python3.11");
+    }));
+    steps.push(Step::new(Method::GET, ju("/once")).answer(200, job_json));
+    let out = scenario(steps, async |r| {
+        let body = json!({"name": "once", "runtime": "python3.11", "entrypoint": "main.handler",
+                          "input": "{\"x\":1}", "run_id": 7});
+        let (status, created) = r
+            .call(Method::POST, &sless_wire::paths::jobs(&ns()), Some(body))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        assert_eq!(created["status"]["phase"], "Pending");
+        let (status, got) = r
+            .call(Method::GET, &sless_wire::paths::job(&ns(), "once"), None)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{got}");
+        assert_eq!(got["generation"], 3);
+        assert_eq!(got["status"]["observed_generation"], 3);
+        assert_eq!(got["status"]["phase"], "Succeeded");
+        assert_eq!(got["status"]["message"], "{\"b\":2}");
+        assert_eq!(got["status"]["code_sha256"], "ee");
+    })
+    .await;
+    out.assert_complete();
+}
+
+#[tokio::test]
+async fn services_are_service_resources() {
+    let su = |rest: &str| {
+        format!(
+            "/apis/sless.kube5s.ru/v1alpha1/namespaces/{}/services{rest}",
+            ns()
+        )
+    };
+    let mut steps = ensure_steps(true);
+    steps.push(Step::new(Method::POST, su("?")).status(201).check(|b| {
+        assert_eq!(b["kind"], "Service");
+        assert_eq!(b["spec"]["entrypoint"], "app.py");
+        assert_eq!(b["spec"]["healthPath"], "/");
+        assert_eq!(b["spec"]["memoryMb"], 128);
+    }));
+    steps.extend(ensure_steps(false));
+    steps.push(Step::new(Method::POST, su("?")).answer(
+        422,
+        status_body(
+            422,
+            "Invalid",
+            "Service.sless.kube5s.ru \"api\" is invalid: spec.memoryMb",
+        ),
+    ));
+    let out = scenario(steps, async |r| {
+        let body = json!({"name": "api", "runtime": "python3.11", "entrypoint": "app.py"});
+        let (status, created) = r
+            .call(
+                Method::POST,
+                &sless_wire::paths::services(&ns()),
+                Some(body.clone()),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        assert_eq!(created["status"]["phase"], "Pending");
+        let (status, err) = r
+            .call(
+                Method::POST,
+                &sless_wire::paths::services(&ns()),
+                Some(body),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{err}");
+    })
+    .await;
+    out.assert_complete();
+}

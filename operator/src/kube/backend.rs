@@ -7,7 +7,10 @@
 
 use super::KubeOptions;
 use super::builders;
-use super::crd::{CodeRef, Function, FunctionSpec, Trigger, TriggerSpec};
+use super::crd::{
+    CodeRef, Function, FunctionJob, FunctionJobSpec, FunctionSpec, SlessService, SlessServiceSpec,
+    Trigger, TriggerSpec,
+};
 use super::function::{self, Ctx};
 use super::names::{self, FIELD_MANAGER, OwnerKind};
 use super::objstore::{self, CodeStore, StoreError};
@@ -168,6 +171,101 @@ fn trigger_spec(s: &sless_wire::TriggerSpec) -> TriggerSpec {
     }
 }
 
+/// The wire form of a FunctionJob object.
+pub fn job_to_wire(j: &FunctionJob) -> Result<sless_wire::Job> {
+    use sless_wire::JobPhase;
+    let runtime = j.spec.runtime.parse().map_err(|_| {
+        Error::Internal(format!(
+            "job {} has an unknown runtime {:?}",
+            j.name_any(),
+            j.spec.runtime
+        ))
+    })?;
+    let st = j.status.clone().unwrap_or_default();
+    let phase = match st.phase.as_deref() {
+        Some("Building") => JobPhase::Building,
+        Some("Running") => JobPhase::Running,
+        Some("Succeeded") => JobPhase::Succeeded,
+        Some("Failed") => JobPhase::Failed,
+        _ => JobPhase::Pending,
+    };
+    let (created_at, updated_at) = times(&j.metadata);
+    let code = j.spec.code.as_ref();
+    Ok(sless_wire::Job {
+        namespace: j.namespace().unwrap_or_default(),
+        name: j.name_any(),
+        generation: j.metadata.generation.unwrap_or(1).max(0) as u64,
+        spec: sless_wire::JobSpec {
+            runtime,
+            entrypoint: j.spec.entrypoint.clone(),
+            env_vars: j.spec.env_vars.clone(),
+            input: j.spec.input.clone(),
+            run_id: j.spec.run_id,
+            memory_mb: j.spec.memory_mb,
+            timeout_sec: j.spec.timeout_sec,
+        },
+        status: sless_wire::JobStatus {
+            phase,
+            message: st.message.clone(),
+            error: st.error.clone(),
+            started_at: st.started_at.clone(),
+            completed_at: st.completed_at.clone(),
+            code_sha256: code.map(|c| c.sha256.clone()),
+            source_hash: code.and_then(|c| c.source_hash.clone()),
+            observed_generation: st.observed_generation.unwrap_or(0).max(0) as u64,
+        },
+        created_at,
+        updated_at,
+    })
+}
+
+fn job_spec(s: &sless_wire::JobSpec, code: Option<CodeRef>) -> FunctionJobSpec {
+    FunctionJobSpec {
+        runtime: s.runtime.as_str().to_string(),
+        entrypoint: s.entrypoint.clone(),
+        env_vars: s.env_vars.clone(),
+        input: s.input.clone(),
+        run_id: s.run_id,
+        memory_mb: s.memory_mb,
+        timeout_sec: s.timeout_sec,
+        code,
+    }
+}
+
+/// The wire form of a sless Service object.
+pub fn service_to_wire(v: &SlessService) -> Result<sless_wire::Service> {
+    let spec = v.spec.to_wire().map_err(|r| {
+        Error::Internal(format!(
+            "service {} has an unknown runtime {r:?}",
+            v.name_any()
+        ))
+    })?;
+    let st = v.status.clone().unwrap_or_default();
+    let phase = if v.metadata.deletion_timestamp.is_some() {
+        Phase::Deleting
+    } else {
+        phase_of(st.phase.as_deref())
+    };
+    let (created_at, updated_at) = times(&v.metadata);
+    let code = v.spec.code.as_ref();
+    Ok(sless_wire::Service {
+        namespace: v.namespace().unwrap_or_default(),
+        name: v.name_any(),
+        spec,
+        status: sless_wire::ServiceStatus {
+            phase,
+            message: st.message.clone(),
+            code_sha256: code.map(|c| c.sha256.clone()),
+            source_hash: code.and_then(|c| c.source_hash.clone()),
+            url: st.url.clone(),
+            last_built_at: None,
+            restarts: 0,
+        },
+        created_at,
+        updated_at,
+    })
+}
+
 /// The wire form of a Function object.
 pub fn to_wire(f: &Function) -> Result<sless_wire::Function> {
     let ns = f.namespace().unwrap_or_default();
@@ -263,6 +361,122 @@ impl KubeBackend {
 
     fn triggers(&self, ns: &str) -> Api<Trigger> {
         Api::namespaced(self.client.clone(), ns)
+    }
+
+    /// Reads `kind ns/name`, mapping API errors.
+    async fn get_obj<K>(&self, kind: &'static str, ns: &str, name: &str) -> Result<K>
+    where
+        K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        Api::<K>::namespaced(self.client.clone(), ns)
+            .get(name)
+            .await
+            .map_err(|e| map_kube_error(e, kind, ns, name))
+    }
+
+    /// Creates `obj` in `ns`; a 404 means the namespace is missing.
+    async fn create_obj<K>(&self, kind: &'static str, ns: &str, obj: &K) -> Result<K>
+    where
+        K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + serde::Serialize
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        let name = obj.meta().name.clone().unwrap_or_default();
+        Api::<K>::namespaced(self.client.clone(), ns)
+            .create(&PostParams::default(), obj)
+            .await
+            .map_err(|e| match map_kube_error(e, kind, ns, &name) {
+                Error::NotFound { .. } => Error::NotFound {
+                    kind: "namespace",
+                    namespace: ns.to_string(),
+                    name: ns.to_string(),
+                },
+                other => other,
+            })
+    }
+
+    /// Lists `ns`'s objects of a kind.
+    async fn list_obj<K>(&self, kind: &'static str, ns: &str) -> Result<Vec<K>>
+    where
+        K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        Ok(Api::<K>::namespaced(self.client.clone(), ns)
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| map_kube_error(e, kind, ns, ""))?
+            .items)
+    }
+
+    /// Deletes `kind ns/name` (its finalizer cleans up the children).
+    async fn delete_obj<K>(&self, kind: &'static str, ns: &str, name: &str) -> Result<()>
+    where
+        K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        Api::<K>::namespaced(self.client.clone(), ns)
+            .delete(name, &DeleteParams::background())
+            .await
+            .map_err(|e| map_kube_error(e, kind, ns, name))?;
+        Ok(())
+    }
+
+    /// Stores code for `runtime` and returns the new spec `code`, or `None`
+    /// when `current` already is this code (nothing to change).
+    async fn store_code(
+        &self,
+        ns: &str,
+        runtime: sless_wire::Runtime,
+        current: Option<&CodeRef>,
+        code: CodeBundle,
+    ) -> Result<Option<CodeRef>> {
+        let key = objstore::context_key(ns, &code.sha256, runtime);
+        if current.is_some_and(|c| c.key == key && c.source_hash == code.source_hash) {
+            return Ok(None);
+        }
+        let key = self
+            .store
+            .put_code(ns, &code.sha256, code.zip, runtime)
+            .await
+            .map_err(store_error)?;
+        Ok(Some(CodeRef {
+            key,
+            sha256: code.sha256,
+            source_hash: code.source_hash,
+        }))
+    }
+
+    /// Merge-patches `spec.code` (and the updated-at annotation) of an object.
+    async fn patch_code<K>(
+        &self,
+        kind: &'static str,
+        ns: &str,
+        name: &str,
+        code: &CodeRef,
+    ) -> Result<K>
+    where
+        K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        let patch = serde_json::json!({
+            "metadata": { "annotations": { UPDATED_AT: now() } },
+            "spec": { "code": code },
+        });
+        Api::<K>::namespaced(self.client.clone(), ns)
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| map_kube_error(e, kind, ns, name))
     }
 
     fn functions(&self, ns: &str) -> Api<Function> {
@@ -675,6 +889,283 @@ impl Backend for KubeBackend {
         let selector = names::owner_selector(OwnerKind::Trigger, namespace, name);
         self.pod_log(&names::deploy_namespace(namespace), &selector, "call", tail)
             .await
+    }
+
+    async fn create_job(
+        &self,
+        namespace: &str,
+        name: &str,
+        spec: sless_wire::JobSpec,
+    ) -> Result<sless_wire::Job> {
+        let mut j = FunctionJob::new(name, job_spec(&spec, None));
+        j.metadata.annotations = Some(BTreeMap::from([(UPDATED_AT.to_string(), now())]));
+        job_to_wire(&self.create_obj("job", namespace, &j).await?)
+    }
+
+    async fn get_job(&self, namespace: &str, name: &str) -> Result<sless_wire::Job> {
+        job_to_wire(&self.get_obj::<FunctionJob>("job", namespace, name).await?)
+    }
+
+    async fn list_jobs(&self, namespace: &str) -> Result<Vec<sless_wire::Job>> {
+        let mut out = self
+            .list_obj::<FunctionJob>("job", namespace)
+            .await?
+            .iter()
+            .map(job_to_wire)
+            .collect::<Result<Vec<_>>>()?;
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    async fn update_job(
+        &self,
+        namespace: &str,
+        name: &str,
+        update: sless_wire::UpdateJob,
+    ) -> Result<sless_wire::Job> {
+        let api: Api<FunctionJob> = Api::namespaced(self.client.clone(), namespace);
+        for _ in 0..5 {
+            let mut j = self.get_obj::<FunctionJob>("job", namespace, name).await?;
+            let current = job_to_wire(&j)?.spec;
+            let next = update.apply_to(&current)?;
+            if next == current {
+                return job_to_wire(&j);
+            }
+            let mut code = j.spec.code.clone();
+            if next.runtime != current.runtime
+                && let Some(c) = code.as_mut()
+            {
+                c.key = self
+                    .store
+                    .rebuild_context(namespace, &c.sha256, next.runtime)
+                    .await
+                    .map_err(store_error)?;
+            }
+            j.spec = job_spec(&next, code);
+            j.annotations_mut().insert(UPDATED_AT.to_string(), now());
+            j.status = None;
+            match api.replace(name, &PostParams::default(), &j).await {
+                Ok(updated) => return job_to_wire(&updated),
+                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(e) => return Err(map_kube_error(e, "job", namespace, name)),
+            }
+        }
+        Err(Error::Conflict(format!(
+            "job {name:?} kept changing; try again"
+        )))
+    }
+
+    async fn delete_job(&self, namespace: &str, name: &str) -> Result<()> {
+        self.delete_obj::<FunctionJob>("job", namespace, name).await
+    }
+
+    async fn upload_job_code(
+        &self,
+        namespace: &str,
+        name: &str,
+        code: CodeBundle,
+    ) -> Result<sless_wire::Job> {
+        let j = self.get_obj::<FunctionJob>("job", namespace, name).await?;
+        let runtime = job_to_wire(&j)?.spec.runtime;
+        match self
+            .store_code(namespace, runtime, j.spec.code.as_ref(), code)
+            .await?
+        {
+            None => job_to_wire(&j),
+            Some(c) => job_to_wire(
+                &self
+                    .patch_code::<FunctionJob>("job", namespace, name, &c)
+                    .await?,
+            ),
+        }
+    }
+
+    async fn read_job_logs(
+        &self,
+        namespace: &str,
+        name: &str,
+        kind: LogKind,
+        tail: Option<usize>,
+    ) -> Result<String> {
+        let j = self.get_obj::<FunctionJob>("job", namespace, name).await?;
+        let st = j.status.unwrap_or_default();
+        let (job, container) = match kind {
+            LogKind::Build => (st.build.map(|b| b.job), "kaniko"),
+            LogKind::Run => (st.run, "function"),
+        };
+        match job {
+            Some(job) => {
+                self.pod_log(
+                    &names::deploy_namespace(namespace),
+                    &format!("job-name={job}"),
+                    container,
+                    tail,
+                )
+                .await
+            }
+            None => Ok(String::new()),
+        }
+    }
+
+    async fn create_service(
+        &self,
+        namespace: &str,
+        name: &str,
+        spec: sless_wire::ServiceSpec,
+    ) -> Result<sless_wire::Service> {
+        let mut v = SlessService::new(name, SlessServiceSpec::from(&spec));
+        v.metadata.annotations = Some(BTreeMap::from([(UPDATED_AT.to_string(), now())]));
+        service_to_wire(&self.create_obj("service", namespace, &v).await?)
+    }
+
+    async fn get_service(&self, namespace: &str, name: &str) -> Result<sless_wire::Service> {
+        service_to_wire(
+            &self
+                .get_obj::<SlessService>("service", namespace, name)
+                .await?,
+        )
+    }
+
+    async fn list_services(&self, namespace: &str) -> Result<Vec<sless_wire::Service>> {
+        let mut out = self
+            .list_obj::<SlessService>("service", namespace)
+            .await?
+            .iter()
+            .map(service_to_wire)
+            .collect::<Result<Vec<_>>>()?;
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    async fn update_service(
+        &self,
+        namespace: &str,
+        name: &str,
+        update: sless_wire::UpdateService,
+    ) -> Result<sless_wire::Service> {
+        let api: Api<SlessService> = Api::namespaced(self.client.clone(), namespace);
+        for _ in 0..5 {
+            let mut v = self
+                .get_obj::<SlessService>("service", namespace, name)
+                .await?;
+            if v.metadata.deletion_timestamp.is_some() {
+                return Err(Error::Conflict(format!(
+                    "service {name:?} is being deleted"
+                )));
+            }
+            let current = service_to_wire(&v)?.spec;
+            let next = update.apply_to(&current)?;
+            if next == current {
+                return service_to_wire(&v);
+            }
+            let mut spec = SlessServiceSpec::from(&next);
+            spec.code = v.spec.code.clone();
+            if next.runtime != current.runtime
+                && let Some(c) = spec.code.as_mut()
+            {
+                c.key = self
+                    .store
+                    .rebuild_context(namespace, &c.sha256, next.runtime)
+                    .await
+                    .map_err(store_error)?;
+            }
+            v.spec = spec;
+            v.annotations_mut().insert(UPDATED_AT.to_string(), now());
+            v.status = None;
+            match api.replace(name, &PostParams::default(), &v).await {
+                Ok(updated) => return service_to_wire(&updated),
+                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(e) => return Err(map_kube_error(e, "service", namespace, name)),
+            }
+        }
+        Err(Error::Conflict(format!(
+            "service {name:?} kept changing; try again"
+        )))
+    }
+
+    async fn delete_service(&self, namespace: &str, name: &str) -> Result<()> {
+        self.delete_obj::<SlessService>("service", namespace, name)
+            .await
+    }
+
+    async fn upload_service_code(
+        &self,
+        namespace: &str,
+        name: &str,
+        code: CodeBundle,
+    ) -> Result<sless_wire::Service> {
+        let v = self
+            .get_obj::<SlessService>("service", namespace, name)
+            .await?;
+        let runtime = service_to_wire(&v)?.spec.runtime;
+        match self
+            .store_code(namespace, runtime, v.spec.code.as_ref(), code)
+            .await?
+        {
+            None => service_to_wire(&v),
+            Some(c) => service_to_wire(
+                &self
+                    .patch_code::<SlessService>("service", namespace, name, &c)
+                    .await?,
+            ),
+        }
+    }
+
+    async fn read_service_logs(
+        &self,
+        namespace: &str,
+        name: &str,
+        kind: LogKind,
+        tail: Option<usize>,
+    ) -> Result<String> {
+        let v = self
+            .get_obj::<SlessService>("service", namespace, name)
+            .await?;
+        let deploy_ns = names::deploy_namespace(namespace);
+        match kind {
+            LogKind::Build => match v.status.and_then(|s| s.build) {
+                Some(b) => {
+                    self.pod_log(&deploy_ns, &format!("job-name={}", b.job), "kaniko", tail)
+                        .await
+                }
+                None => Ok(String::new()),
+            },
+            LogKind::Run => {
+                let selector = format!(
+                    "{}={}",
+                    names::APP_LABEL,
+                    names::workload_name(OwnerKind::Service, name)
+                );
+                self.pod_log(&deploy_ns, &selector, "function", tail).await
+            }
+        }
+    }
+
+    async fn service_target(&self, namespace: &str, name: &str) -> Result<InvokeTarget> {
+        let v = service_to_wire(
+            &self
+                .get_obj::<SlessService>("service", namespace, name)
+                .await?,
+        )?;
+        match v.status.phase {
+            Phase::Ready => Ok(InvokeTarget {
+                base_url: builders::service_url(OwnerKind::Service, namespace, name),
+                timeout: Duration::from_secs(u64::from(v.spec.timeout_sec)),
+            }),
+            Phase::Deleting => Err(Error::NotFound {
+                kind: "service",
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+            }),
+            other => Err(Error::NotReady(format!(
+                "service {name:?} is {}{}",
+                other.as_str(),
+                v.status
+                    .message
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default()
+            ))),
+        }
     }
 
     async fn shutdown(&self) {
