@@ -574,3 +574,36 @@ async fn function_without_code_is_pending() {
     out.assert_complete();
     assert_eq!(action, kube::runtime::controller::Action::await_change());
 }
+
+/// The harness itself: a request the script does not expect fails the test.
+#[tokio::test]
+#[should_panic(expected = "mock API server")]
+async fn an_unexpected_request_fails_the_test() {
+    // A first build makes a POST and a status PATCH; scripting only the
+    // status PATCH must fail.
+    let (client, task) = start(vec![status_step(|_| {})]);
+    let ctx = Arc::new(Ctx::new(client, KubeOptions::example()));
+    let _ = tokio::time::timeout(
+        Duration::from_secs(10),
+        function::reconcile(Arc::new(function(Scenario::CodeUploaded)), ctx.clone()),
+    )
+    .await;
+    drop(ctx);
+    finish(task).await.assert_complete();
+}
+
+/// The harness itself: a failing body check fails the test.
+#[tokio::test]
+#[should_panic]
+async fn a_failing_body_check_fails_the_test() {
+    let steps = vec![
+        Step::new(
+            Method::POST,
+            format!("/apis/batch/v1/namespaces/{DNS}/jobs?"),
+        )
+        .status(201)
+        .check(|b| assert_eq!(b["spec"]["backoffLimit"], 3)),
+        status_step(|_| {}),
+    ];
+    run(function(Scenario::CodeUploaded), steps).await;
+}
