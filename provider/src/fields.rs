@@ -272,6 +272,51 @@ pub fn timed_out(
     );
 }
 
+/// How a wait ended, once the common failures have become diagnostics.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ended<T> {
+    /// The resource got where it should.
+    Done(T),
+    /// The resource failed, with the reason: the caller reports it.
+    Failed(T, String),
+    /// Timed out, gone or unreachable (already reported), with the last look.
+    Reported(Option<T>),
+}
+
+/// Turns a timeout, a 404 or a client error of a [`poll`] into a diagnostic
+/// naming the `kind`, `name` and the `target` state waited for.
+pub fn ended<T>(
+    diags: &mut Diagnostics,
+    kind: &str,
+    name: &str,
+    target: &str,
+    r: Result<Outcome<T>, ClientError>,
+) -> Ended<T> {
+    match r {
+        Ok(Outcome::Done(t)) => Ended::Done(t),
+        Ok(Outcome::Failed(t, why)) => Ended::Failed(t, why),
+        Ok(Outcome::TimedOut {
+            waited_sec,
+            last_seen,
+            last,
+        }) => {
+            timed_out(diags, kind, name, target, waited_sec, &last_seen);
+            Ended::Reported(last)
+        }
+        Ok(Outcome::Gone) => {
+            diags.root_error(
+                format!("{} {name} disappeared", capitalized(kind)),
+                format!("{kind} {name} was deleted while waiting for it to become {target}"),
+            );
+            Ended::Reported(None)
+        }
+        Err(e) => {
+            api_error(diags, format!("Error waiting for {kind} {name}"), &e);
+            Ended::Reported(None)
+        }
+    }
+}
+
 /// Takes the answer of a DELETE and waits (with `get`) until the operator
 /// answers 404; adds a diagnostic and returns `None` when either fails.
 pub async fn delete_and_wait<T, F, Fut>(
@@ -300,20 +345,8 @@ where
     };
     match poll(timeout, look).await {
         Ok(Outcome::Gone) => Some(()),
-        Ok(Outcome::TimedOut {
-            waited_sec,
-            last_seen,
-            ..
-        }) => {
-            timed_out(diags, kind, name, "deleted", waited_sec, &last_seen);
-            None
-        }
-        Ok(_) => None,
-        Err(e) => {
-            diags.root_error(
-                format!("{} {name} was not deleted", capitalized(kind)),
-                chain(&e),
-            );
+        r => {
+            ended(diags, kind, name, "deleted", r);
             None
         }
     }
@@ -340,6 +373,22 @@ pub fn same_json_or(state: &Value<String>, api: &str) -> Value<String> {
         return state.clone();
     }
     Value::Value(api.to_string())
+}
+
+/// Test helper: the keys of a default state, serialized like Terraform
+/// sends it, equal the schema's attribute names.
+#[cfg(test)]
+pub fn assert_state_keys_match<S: serde::Serialize + Default>(
+    schema: &tf_provider::schema::Schema,
+) {
+    let bytes = rmp_serde::to_vec_named(&S::default()).unwrap();
+    let m: std::collections::HashMap<String, serde::de::IgnoredAny> =
+        rmp_serde::from_slice(&bytes).unwrap();
+    let mut keys: Vec<_> = m.keys().cloned().collect();
+    keys.sort();
+    let mut want: Vec<_> = schema.block.attributes.keys().cloned().collect();
+    want.sort();
+    assert_eq!(keys, want);
 }
 
 #[cfg(test)]

@@ -5,9 +5,9 @@
 //! reruns; apply waits until the run of the newest generation ends.
 
 use crate::code::{Package, package, plan_hash};
-use crate::fields::{self, api_error, attr, env_at_apply, opt};
+use crate::fields::{self, Ended, api_error, attr, env_at_apply, opt};
 use crate::provider::{Configured, Shared};
-use crate::wait::{Look, Outcome, poll};
+use crate::wait::{Look, poll};
 use serde::{Deserialize, Serialize};
 use sless_wire::job::validate_input;
 use sless_wire::limits::{MEMORY_MB_DEFAULT, TIMEOUT_SEC_DEFAULT};
@@ -261,9 +261,9 @@ impl JobResource {
                 }
             }))
         };
-        match poll(timeout, look).await {
-            Ok(Outcome::Done(j)) => (Some(j), true),
-            Ok(Outcome::Failed(j, why)) => {
+        match fields::ended(diags, "job", name, "finished", poll(timeout, look).await) {
+            Ended::Done(j) => (Some(j), true),
+            Ended::Failed(j, why) => {
                 let why = if why.is_empty() {
                     "no error message".to_string()
                 } else {
@@ -283,25 +283,7 @@ impl JobResource {
                 diags.root_error(format!("Job {name} failed"), detail);
                 (Some(j), false)
             }
-            Ok(Outcome::TimedOut {
-                waited_sec,
-                last_seen,
-                last,
-            }) => {
-                fields::timed_out(diags, "job", name, "finished", waited_sec, &last_seen);
-                (last, false)
-            }
-            Ok(Outcome::Gone) => {
-                diags.root_error(
-                    format!("Job {name} disappeared"),
-                    format!("job {name} was deleted while waiting for its run"),
-                );
-                (None, false)
-            }
-            Err(e) => {
-                api_error(diags, format!("Error waiting for job {name}"), &e);
-                (None, false)
-            }
+            Ended::Reported(last) => (last, false),
         }
     }
 
@@ -770,15 +752,8 @@ mod tests {
 
     #[test]
     fn state_keys_match_the_schema() {
-        let bytes = rmp_serde::to_vec_named(&JobState::default()).unwrap();
-        let m: std::collections::HashMap<String, serde::de::IgnoredAny> =
-            rmp_serde::from_slice(&bytes).unwrap();
-        let mut keys: Vec<_> = m.keys().cloned().collect();
-        keys.sort();
         let schema = res().schema(&mut Diagnostics::default()).unwrap();
-        let mut want: Vec<_> = schema.block.attributes.keys().cloned().collect();
-        want.sort();
-        assert_eq!(keys, want);
+        fields::assert_state_keys_match::<JobState>(&schema);
         assert!(!schema.block.attributes["message"].sensitive);
     }
 

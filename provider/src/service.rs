@@ -5,9 +5,9 @@
 
 use crate::code::{Package, package, plan_hash};
 use crate::diag::field_error;
-use crate::fields::{self, api_error, attr, env_at_apply, opt};
+use crate::fields::{self, Ended, api_error, attr, env_at_apply, opt};
 use crate::provider::{Configured, Shared};
-use crate::wait::{Look, Outcome, poll};
+use crate::wait::{Look, poll};
 use serde::{Deserialize, Serialize};
 use sless_wire::limits::{MEMORY_MB_DEFAULT, TIMEOUT_SEC_DEFAULT};
 use sless_wire::service::{validate_health_path, validate_script};
@@ -209,9 +209,10 @@ impl ServiceResource {
                 }
             }))
         };
-        let (last, ok) = match poll(Self::wait_timeout(&state, c), look).await {
-            Ok(Outcome::Done(s)) => (Some(s), true),
-            Ok(Outcome::Failed(s, why)) => {
+        let r = poll(Self::wait_timeout(&state, c), look).await;
+        let (last, ok) = match fields::ended(diags, "service", &name, READY, r) {
+            Ended::Done(s) => (Some(s), true),
+            Ended::Failed(s, why) => {
                 let log = match c
                     .client
                     .service_log(&ns, &name, SERVICE_LOG_TAIL_LINES)
@@ -232,25 +233,7 @@ impl ServiceResource {
                 );
                 (Some(s), false)
             }
-            Ok(Outcome::TimedOut {
-                waited_sec,
-                last_seen,
-                last,
-            }) => {
-                fields::timed_out(diags, "service", &name, READY, waited_sec, &last_seen);
-                (last, false)
-            }
-            Ok(Outcome::Gone) => {
-                diags.root_error(
-                    format!("Service {name} disappeared"),
-                    format!("service {name} was deleted while waiting for it to become Ready"),
-                );
-                (None, false)
-            }
-            Err(e) => {
-                api_error(diags, format!("Error waiting for service {name}"), &e);
-                (None, false)
-            }
+            Ended::Reported(last) => (last, false),
         };
         let mut state = state;
         if let Some(s) = &last {
@@ -729,15 +712,8 @@ mod tests {
 
     #[test]
     fn state_keys_match_the_schema() {
-        let bytes = rmp_serde::to_vec_named(&ServiceState::default()).unwrap();
-        let m: std::collections::HashMap<String, serde::de::IgnoredAny> =
-            rmp_serde::from_slice(&bytes).unwrap();
-        let mut keys: Vec<_> = m.keys().cloned().collect();
-        keys.sort();
         let schema = res().schema(&mut Diagnostics::default()).unwrap();
-        let mut want: Vec<_> = schema.block.attributes.keys().cloned().collect();
-        want.sort();
-        assert_eq!(keys, want);
+        fields::assert_state_keys_match::<ServiceState>(&schema);
     }
 
     #[tokio::test]

@@ -4,9 +4,9 @@
 //! gone. `next_run_at` and `last_run_at` are refreshed by read only, so the
 //! server moving them on never shows as a diff.
 
-use crate::fields::{self, api_error, attr, opt};
+use crate::fields::{self, Ended, api_error, attr, opt};
 use crate::provider::{Configured, Shared};
-use crate::wait::{Look, Outcome, poll};
+use crate::wait::{Look, poll};
 use serde::{Deserialize, Serialize};
 use sless_wire::trigger::validate_payload;
 use sless_wire::{CreateTrigger, ErrorCode, Trigger, TriggerPhase, UpdateTrigger, validate};
@@ -187,32 +187,20 @@ impl TriggerResource {
                 }
             }))
         };
-        match poll(c.wait_timeout, look).await {
-            Ok(Outcome::Done(t)) => (Some(t), true),
-            Ok(Outcome::TimedOut {
-                waited_sec,
-                last_seen,
-                last,
-            }) => {
-                let target = if enabled { "Active" } else { "Disabled" };
-                fields::timed_out(diags, "trigger", name, target, waited_sec, &last_seen);
-                (last, false)
-            }
-            Ok(Outcome::Gone) => {
-                diags.root_error(
-                    format!("Trigger {name} disappeared"),
-                    format!("trigger {name} was deleted while waiting for it to become Active"),
-                );
-                (None, false)
-            }
-            Ok(Outcome::Failed(t, why)) => {
+        let target = if enabled { "Active" } else { "Disabled" };
+        match fields::ended(
+            diags,
+            "trigger",
+            name,
+            target,
+            poll(c.wait_timeout, look).await,
+        ) {
+            Ended::Done(t) => (Some(t), true),
+            Ended::Failed(t, why) => {
                 diags.root_error(format!("Trigger {name} failed"), why);
                 (Some(t), false)
             }
-            Err(e) => {
-                api_error(diags, format!("Error waiting for trigger {name}"), &e);
-                (None, false)
-            }
+            Ended::Reported(last) => (last, false),
         }
     }
 }
@@ -624,15 +612,8 @@ mod tests {
 
     #[test]
     fn state_keys_match_the_schema() {
-        let bytes = rmp_serde::to_vec_named(&TriggerState::default()).unwrap();
-        let m: std::collections::HashMap<String, serde::de::IgnoredAny> =
-            rmp_serde::from_slice(&bytes).unwrap();
-        let mut keys: Vec<_> = m.keys().cloned().collect();
-        keys.sort();
         let schema = res().schema(&mut Diagnostics::default()).unwrap();
-        let mut want: Vec<_> = schema.block.attributes.keys().cloned().collect();
-        want.sort();
-        assert_eq!(keys, want);
+        fields::assert_state_keys_match::<TriggerState>(&schema);
     }
 
     #[tokio::test]
