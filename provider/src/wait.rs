@@ -65,45 +65,49 @@ pub async fn until_ready(
     code_sha256: Option<&str>,
     timeout: Duration,
 ) -> Result<Function, WaitError> {
-    let start = Instant::now();
-    let mut delay = Duration::from_millis(200);
-    loop {
-        let f = match client.get_function(ns, name).await? {
-            None => {
-                return Err(WaitError::Gone {
-                    name: name.to_string(),
-                });
+    let look = || async move {
+        let f = client.get_function(ns, name).await?;
+        Ok(f.map(|f| {
+            let code_matches = match (code_sha256, f.status.code_sha256.as_deref()) {
+                (Some(want), Some(have)) => want == have,
+                (Some(_), None) => false,
+                (None, _) => true,
+            };
+            match f.status.phase {
+                Phase::Ready if code_matches => Look::Done(f),
+                Phase::Failed if code_matches => {
+                    let why = f.status.message.clone().unwrap_or_default();
+                    Look::Failed(f, why)
+                }
+                _ => {
+                    tracing::debug!(function = name, phase = f.status.phase.as_str(), "waiting");
+                    let seen = describe(&f);
+                    Look::Waiting(f, seen)
+                }
             }
-            Some(f) => f,
-        };
-        let code_matches = match (code_sha256, f.status.code_sha256.as_deref()) {
-            (Some(want), Some(have)) => want == have,
-            (Some(_), None) => false,
-            (None, _) => true,
-        };
-        match f.status.phase {
-            Phase::Ready if code_matches => return Ok(f),
-            Phase::Failed if code_matches => {
-                return Err(WaitError::Failed {
-                    name: name.to_string(),
-                    message: f.status.message.clone(),
-                    function: Box::new(f),
-                });
-            }
-            _ => {}
-        }
-        tracing::debug!(function = name, phase = f.status.phase.as_str(), "waiting");
-        if start.elapsed() >= timeout {
-            return Err(WaitError::Timeout {
-                name: name.to_string(),
-                target: "Ready",
-                waited_sec: start.elapsed().as_secs(),
-                last_seen: describe(&f),
-                function: Some(Box::new(f)),
-            });
-        }
-        tokio::time::sleep(delay.min(timeout.saturating_sub(start.elapsed()))).await;
-        delay = next_delay(delay);
+        }))
+    };
+    match poll(timeout, look).await? {
+        Outcome::Done(f) => Ok(f),
+        Outcome::Failed(f, _) => Err(WaitError::Failed {
+            name: name.to_string(),
+            message: f.status.message.clone(),
+            function: Box::new(f),
+        }),
+        Outcome::Gone => Err(WaitError::Gone {
+            name: name.to_string(),
+        }),
+        Outcome::TimedOut {
+            waited_sec,
+            last_seen,
+            last,
+        } => Err(WaitError::Timeout {
+            name: name.to_string(),
+            target: "Ready",
+            waited_sec,
+            last_seen,
+            function: last.map(Box::new),
+        }),
     }
 }
 
@@ -114,24 +118,26 @@ pub async fn until_gone(
     name: &str,
     timeout: Duration,
 ) -> Result<(), WaitError> {
-    let start = Instant::now();
-    let mut delay = Duration::from_millis(200);
-    loop {
-        let last = match client.get_function(ns, name).await? {
-            None => return Ok(()),
-            Some(f) => f,
-        };
-        if start.elapsed() >= timeout {
-            return Err(WaitError::Timeout {
-                name: name.to_string(),
-                target: "deleted",
-                waited_sec: start.elapsed().as_secs(),
-                last_seen: describe(&last),
-                function: Some(Box::new(last)),
-            });
-        }
-        tokio::time::sleep(delay.min(timeout.saturating_sub(start.elapsed()))).await;
-        delay = next_delay(delay);
+    let look = || async move {
+        let f = client.get_function(ns, name).await?;
+        Ok(f.map(|f| {
+            let seen = describe(&f);
+            Look::Waiting(f, seen)
+        }))
+    };
+    match poll(timeout, look).await? {
+        Outcome::TimedOut {
+            waited_sec,
+            last_seen,
+            last,
+        } => Err(WaitError::Timeout {
+            name: name.to_string(),
+            target: "deleted",
+            waited_sec,
+            last_seen,
+            function: last.map(Box::new),
+        }),
+        _ => Ok(()),
     }
 }
 
