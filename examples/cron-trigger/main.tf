@@ -26,6 +26,8 @@ resource "sless_trigger" "every_minute" {
   payload  = jsonencode({ kind = "minutely" })
 }
 
-output "next_run_at" {
-  value = sless_trigger.every_minute.next_run_at
+# Active once the function is Ready. (next_run_at and last_run_at are
+# refreshed on every plan; an output of them would change on every plan.)
+output "phase" {
+  value = sless_trigger.every_minute.phase
 }
