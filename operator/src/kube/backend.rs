@@ -39,6 +39,8 @@ pub struct KubeBackend {
     store: CodeStore,
     stop: watch::Sender<bool>,
     controllers: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// The controllers' shared context, once started (for metrics).
+    ctx: Mutex<Option<Arc<Ctx>>>,
     /// Namespaces fully set up by this process (deploy namespace, policy,
     /// secrets); later calls only check that the user namespace exists.
     ensured: Mutex<HashSet<String>>,
@@ -324,6 +326,7 @@ impl KubeBackend {
             stop,
             controllers: Mutex::new(Vec::new()),
             ensured: Mutex::new(HashSet::new()),
+            ctx: Mutex::new(None),
         }
     }
 
@@ -339,9 +342,22 @@ impl KubeBackend {
         Ok(backend)
     }
 
+    /// The controllers' metrics in the Prometheus text format (empty before
+    /// [`KubeBackend::start_controllers`]).
+    pub fn metrics_text(&self) -> String {
+        self.ctx
+            .lock()
+            .ok()
+            .and_then(|c| c.as_ref().map(|c| c.metrics.render()))
+            .unwrap_or_default()
+    }
+
     /// Starts the controllers in the background; [`Backend::shutdown`] stops them.
     pub fn start_controllers(&self) {
         let ctx = Arc::new(Ctx::new(self.client.clone(), self.opts.clone()));
+        if let Ok(mut c) = self.ctx.lock() {
+            *c = Some(ctx.clone());
+        }
         let stop = |tx: &watch::Sender<bool>| {
             let mut rx = tx.subscribe();
             async move {
@@ -492,10 +508,14 @@ impl KubeBackend {
 
     async fn copy_secret(&self, from: &str, to_ns: &str, to_name: &str) -> Result<()> {
         let src: Api<Secret> = Api::namespaced(self.client.clone(), &self.opts.operator_namespace);
-        let secret = src
-            .get(from)
-            .await
-            .map_err(|e| map_kube_error(e, "secret", &self.opts.operator_namespace, from))?;
+        let secret = src.get(from).await.map_err(|e| {
+            // A missing source secret is the operator's misconfiguration,
+            // not the caller's fault: a 500 with a clear log line.
+            Error::Internal(format!(
+                "cannot read secret {}/{from} to copy into {to_ns}: {e}",
+                self.opts.operator_namespace
+            ))
+        })?;
         let copy = Secret {
             metadata: ObjectMeta {
                 name: Some(to_name.to_string()),

@@ -52,6 +52,8 @@ pub struct Ctx {
     pub opts: KubeOptions,
     /// Publishes events on the custom resources.
     pub recorder: Recorder,
+    /// Reconcile counters for `/metrics`.
+    pub metrics: super::metrics::Metrics,
     /// Consecutive failures per object (for error backoff).
     failures: Mutex<HashMap<String, u32>>,
 }
@@ -70,6 +72,7 @@ impl Ctx {
             client,
             opts,
             recorder,
+            metrics: super::metrics::Metrics::default(),
             failures: Mutex::new(HashMap::new()),
         }
     }
@@ -166,14 +169,17 @@ pub async fn reconcile(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeEr
     let ns = f.namespace().ok_or(KubeError::Incomplete("namespace"))?;
     let api: Api<Function> = Api::namespaced(ctx.client.clone(), &ns);
     let key = key_of(&f);
-    let action = finalizer(&api, FINALIZER, f, |ev| async {
+    let start = std::time::Instant::now();
+    let res = finalizer(&api, FINALIZER, f, |ev| async {
         match ev {
             Finalizer::Apply(f) => apply(f, ctx.clone()).await,
             Finalizer::Cleanup(f) => cleanup(f, ctx.clone()).await,
         }
     })
     .await
-    .map_err(|e| KubeError::Finalizer(Box::new(e)))?;
+    .map_err(|e| KubeError::Finalizer(Box::new(e)));
+    ctx.metrics.record("function", start.elapsed(), res.is_ok());
+    let action = res?;
     ctx.reset_failures(&key);
     Ok(action)
 }

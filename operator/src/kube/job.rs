@@ -137,14 +137,17 @@ pub async fn reconcile(j: Arc<FunctionJob>, ctx: Arc<Ctx>) -> Result<Action, Kub
     let ns = j.namespace().ok_or(KubeError::Incomplete("namespace"))?;
     let api: Api<FunctionJob> = Api::namespaced(ctx.client.clone(), &ns);
     let key = format!("job/{ns}/{}", j.name_any());
-    let action = finalizer(&api, FINALIZER, j, |ev| async {
+    let start = std::time::Instant::now();
+    let res = finalizer(&api, FINALIZER, j, |ev| async {
         match ev {
             Finalizer::Apply(j) => apply(j, ctx.clone()).await,
             Finalizer::Cleanup(j) => cleanup(j, ctx.clone()).await,
         }
     })
     .await
-    .map_err(|e| KubeError::Finalizer(Box::new(e)))?;
+    .map_err(|e| KubeError::Finalizer(Box::new(e)));
+    ctx.metrics.record("job", start.elapsed(), res.is_ok());
+    let action = res?;
     ctx.reset_failures(&key);
     Ok(action)
 }

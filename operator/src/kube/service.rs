@@ -75,14 +75,17 @@ pub async fn reconcile(s: Arc<SlessService>, ctx: Arc<Ctx>) -> Result<Action, Ku
     let ns = s.namespace().ok_or(KubeError::Incomplete("namespace"))?;
     let api: Api<SlessService> = Api::namespaced(ctx.client.clone(), &ns);
     let key = format!("service/{ns}/{}", s.name_any());
-    let action = finalizer(&api, FINALIZER, s, |ev| async {
+    let start = std::time::Instant::now();
+    let res = finalizer(&api, FINALIZER, s, |ev| async {
         match ev {
             Finalizer::Apply(s) => apply(s, ctx.clone()).await,
             Finalizer::Cleanup(s) => cleanup(s, ctx.clone()).await,
         }
     })
     .await
-    .map_err(|e| KubeError::Finalizer(Box::new(e)))?;
+    .map_err(|e| KubeError::Finalizer(Box::new(e)));
+    ctx.metrics.record("service", start.elapsed(), res.is_ok());
+    let action = res?;
     ctx.reset_failures(&key);
     Ok(action)
 }

@@ -75,14 +75,17 @@ pub async fn reconcile(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeErr
     let ns = t.namespace().ok_or(KubeError::Incomplete("namespace"))?;
     let api: Api<Trigger> = Api::namespaced(ctx.client.clone(), &ns);
     let key = format!("trigger/{ns}/{}", t.name_any());
-    let action = finalizer(&api, FINALIZER, t, |ev| async {
+    let start = std::time::Instant::now();
+    let res = finalizer(&api, FINALIZER, t, |ev| async {
         match ev {
             Finalizer::Apply(t) => apply(t, ctx.clone()).await,
             Finalizer::Cleanup(t) => cleanup(t, ctx.clone()).await,
         }
     })
     .await
-    .map_err(|e| KubeError::Finalizer(Box::new(e)))?;
+    .map_err(|e| KubeError::Finalizer(Box::new(e)));
+    ctx.metrics.record("trigger", start.elapsed(), res.is_ok());
+    let action = res?;
     ctx.reset_failures(&key);
     Ok(action)
 }
