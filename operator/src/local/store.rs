@@ -38,9 +38,13 @@ impl CodeStore {
             return Ok(path);
         }
         std::fs::create_dir_all(&self.dir).map_err(Error::io("creating the code store"))?;
+        // Unique per call: two uploads of the same code at once (two functions with
+        // identical sources in one apply) must not share a temporary file.
+        static NEXT_TMP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let seq = NEXT_TMP.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tmp = self
             .dir
-            .join(format!(".{sha256}.{}.tmp", std::process::id()));
+            .join(format!(".{sha256}.{}.{seq}.tmp", std::process::id()));
         let write = || -> std::io::Result<()> {
             let mut f = std::fs::File::create(&tmp)?;
             f.write_all(zip)?;
@@ -73,6 +77,26 @@ impl CodeStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn concurrent_puts_of_the_same_code_all_succeed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = std::sync::Arc::new(CodeStore::new(tmp.path().join("code")));
+        let zip = vec![7u8; 256 * 1024];
+        let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&zip));
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let (store, zip, sha) = (store.clone(), zip.clone(), sha.clone());
+                std::thread::spawn(move || store.put(&sha, &zip).map(|_| ()))
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap().unwrap();
+        }
+        assert_eq!(store.get(&sha).unwrap(), zip);
+        let leftovers = std::fs::read_dir(tmp.path().join("code")).unwrap().count();
+        assert_eq!(leftovers, 1, "only the stored zip remains");
+    }
 
     #[test]
     fn stores_by_hash() {
