@@ -81,7 +81,11 @@ impl Operator {
                     }
                 }
             }
-            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
                 panic!("operator exited early with {status}; log:\n{}", self.log());
             }
             assert!(
@@ -119,7 +123,10 @@ impl Operator {
             "token failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        String::from_utf8(out.stdout).expect("utf8").trim().to_string()
+        String::from_utf8(out.stdout)
+            .expect("utf8")
+            .trim()
+            .to_string()
     }
 
     /// Sends SIGTERM and waits for a clean exit.
@@ -222,7 +229,10 @@ impl Client {
     /// Ensures the namespace exists.
     pub async fn ensure(&self) {
         let r = self
-            .req(reqwest::Method::POST, &sless_wire::paths::ensure_namespace(&self.namespace))
+            .req(
+                reqwest::Method::POST,
+                &sless_wire::paths::ensure_namespace(&self.namespace),
+            )
             .send()
             .await
             .expect("ensure");
@@ -232,7 +242,10 @@ impl Client {
     /// Creates a function; returns the status and body.
     pub async fn create(&self, body: serde_json::Value) -> (u16, serde_json::Value) {
         let r = self
-            .req(reqwest::Method::POST, &sless_wire::paths::functions(&self.namespace))
+            .req(
+                reqwest::Method::POST,
+                &sless_wire::paths::functions(&self.namespace),
+            )
             .json(&body)
             .send()
             .await
@@ -303,7 +316,12 @@ impl Client {
 
     /// Polls until the function reaches `phase` (or Failed), panicking with the
     /// last status and the build log after `timeout`.
-    pub async fn wait_phase(&self, name: &str, phase: Phase, timeout: Duration) -> serde_json::Value {
+    pub async fn wait_phase(
+        &self,
+        name: &str,
+        phase: Phase,
+        timeout: Duration,
+    ) -> serde_json::Value {
         let deadline = Instant::now() + timeout;
         let want = phase.as_str();
         loop {
