@@ -56,10 +56,7 @@ pub fn debug_provider() -> PathBuf {
         .args(["build", "--workspace", "--bins"])
         .status()
         .expect("run cargo build");
-    assert!(
-        status.success(),
-        "cargo build --workspace --bins failed"
-    );
+    assert!(status.success(), "cargo build --workspace --bins failed");
     let bin = target_dir().join("debug").join("terraform-provider-sless");
     assert!(bin.is_file(), "{} missing after build", bin.display());
     bin
