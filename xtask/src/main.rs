@@ -20,7 +20,7 @@ struct Cli {
 enum Command {
     /// Build, zip, checksum and sign the provider, and publish it into a static
     /// Terraform registry tree (Provider Registry Protocol v1), then verify the result.
-    Release(ReleaseArgs),
+    Release(Box<ReleaseArgs>),
     /// Benchmark sless against same-run baselines (see docs/performance.md).
     Bench(BenchArgs),
     /// Internal: time the provider's hash+zip path over DIR (used by `bench`).
@@ -112,6 +112,7 @@ fn main() -> ExitCode {
         Command::Bench(a) => xtask::bench::cli(a.quick, a.out, a.no_build, default_workspace()),
         Command::BenchHashWorker { dir } => xtask::bench::hash_worker_cli(&dir),
         Command::Release(a) => {
+            let a = *a;
             let workspace = a.workspace.unwrap_or_else(default_workspace);
             let out = if a.out.is_absolute() {
                 a.out

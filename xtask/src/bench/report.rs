@@ -173,12 +173,14 @@ impl Report {
         self.raw.insert(key.to_owned(), v);
     }
 
-    /// The whole table as Markdown.
+    /// The whole table as Markdown, ordered by section (stable within one).
     pub fn table(&self) -> String {
         let mut s = String::from(
             "| section | figure | sless | baseline | unit | ratio / delta |\n|---|---|--:|--:|---|--:|\n",
         );
-        for f in &self.figures {
+        let mut figures: Vec<&Figure> = self.figures.iter().collect();
+        figures.sort_by(|a, b| a.section.cmp(&b.section));
+        for f in figures {
             s.push_str(&render_row(
                 &f.section, &f.name, f.value, f.baseline, &f.unit, f.compare, f.result,
             ));

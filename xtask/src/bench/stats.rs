@@ -17,7 +17,7 @@ pub fn median(samples: &[f64]) -> Option<f64> {
     let mut s = samples.to_vec();
     s.sort_by(f64::total_cmp);
     let mid = s.len() / 2;
-    Some(if s.len() % 2 == 0 {
+    Some(if s.len().is_multiple_of(2) {
         (s[mid - 1] + s[mid]) / 2.0
     } else {
         s[mid]
