@@ -206,6 +206,9 @@ HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length"}
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; with Nagle's algorithm on, the
+    # body waits for the client's delayed ACK (~40 ms per keep-alive request).
+    disable_nagle_algorithm = True
     server_version = "sless-python"
     invoker = None  # set in serve()
 
