@@ -1,6 +1,5 @@
 //! Request and response bodies for namespaces and functions.
 
-use crate::limits::{MEMORY_MB_DEFAULT, TIMEOUT_SEC_DEFAULT};
 use crate::runtime::Runtime;
 use crate::validate::{self, FieldError};
 use serde::{Deserialize, Serialize};
@@ -204,28 +203,18 @@ pub struct LogQuery {
     pub tail: Option<usize>,
 }
 
-fn required<'a>(field: &str, v: &'a Option<String>) -> Result<&'a str, FieldError> {
-    v.as_deref().ok_or_else(|| FieldError::missing(field))
-}
-
 impl CreateFunction {
     /// Checks every field and returns the function name and its spec, or the
     /// first field that breaks a rule.
     pub fn validate(&self) -> Result<(String, FunctionSpec), FieldError> {
-        let name = required("name", &self.name)?;
+        let name = validate::required("name", &self.name)?;
         validate::name("name", name)?;
-        let runtime = validate::runtime("runtime", required("runtime", &self.runtime)?)?;
-        let entrypoint = required("entrypoint", &self.entrypoint)?;
+        let runtime = validate::runtime("runtime", validate::required("runtime", &self.runtime)?)?;
+        let entrypoint = validate::required("entrypoint", &self.entrypoint)?;
         validate::entrypoint("entrypoint", runtime, entrypoint)?;
         validate::env_vars("env_vars", &self.env_vars)?;
-        let memory_mb = match self.memory_mb {
-            Some(m) => validate::memory_mb("memory_mb", m)?,
-            None => MEMORY_MB_DEFAULT,
-        };
-        let timeout_sec = match self.timeout_sec {
-            Some(t) => validate::timeout_sec("timeout_sec", t)?,
-            None => TIMEOUT_SEC_DEFAULT,
-        };
+        let memory_mb = validate::memory_mb_or_default("memory_mb", self.memory_mb)?;
+        let timeout_sec = validate::timeout_sec_or_default("timeout_sec", self.timeout_sec)?;
         Ok((
             name.to_string(),
             FunctionSpec {
@@ -271,6 +260,7 @@ impl UpdateFunction {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::{MEMORY_MB_DEFAULT, TIMEOUT_SEC_DEFAULT};
 
     fn create() -> CreateFunction {
         CreateFunction {

@@ -6,7 +6,6 @@
 //! ran as `status.observed_generation`. A client waits until
 //! `observed_generation == generation` and the phase is terminal.
 
-use crate::limits::{MEMORY_MB_DEFAULT, TIMEOUT_SEC_DEFAULT};
 use crate::runtime::Runtime;
 use crate::validate::{self, FieldError};
 use serde::{Deserialize, Serialize};
@@ -193,33 +192,16 @@ pub fn validate_input(field: &str, input: &str) -> Result<(), FieldError> {
 impl CreateJob {
     /// Checks every field and returns the name and spec.
     pub fn validate(&self) -> Result<(String, JobSpec), FieldError> {
-        let name = self
-            .name
-            .as_deref()
-            .ok_or_else(|| FieldError::missing("name"))?;
+        let name = validate::required("name", &self.name)?;
         validate::name("name", name)?;
-        let runtime = validate::runtime(
-            "runtime",
-            self.runtime
-                .as_deref()
-                .ok_or_else(|| FieldError::missing("runtime"))?,
-        )?;
-        let entrypoint = self
-            .entrypoint
-            .as_deref()
-            .ok_or_else(|| FieldError::missing("entrypoint"))?;
+        let runtime = validate::runtime("runtime", validate::required("runtime", &self.runtime)?)?;
+        let entrypoint = validate::required("entrypoint", &self.entrypoint)?;
         validate::entrypoint("entrypoint", runtime, entrypoint)?;
         validate::env_vars("env_vars", &self.env_vars)?;
         let input = self.input.clone().unwrap_or_else(|| "null".to_string());
         validate_input("input", &input)?;
-        let memory_mb = match self.memory_mb {
-            Some(m) => validate::memory_mb("memory_mb", m)?,
-            None => MEMORY_MB_DEFAULT,
-        };
-        let timeout_sec = match self.timeout_sec {
-            Some(t) => validate::timeout_sec("timeout_sec", t)?,
-            None => TIMEOUT_SEC_DEFAULT,
-        };
+        let memory_mb = validate::memory_mb_or_default("memory_mb", self.memory_mb)?;
+        let timeout_sec = validate::timeout_sec_or_default("timeout_sec", self.timeout_sec)?;
         Ok((
             name.to_string(),
             JobSpec {

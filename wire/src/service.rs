@@ -3,7 +3,6 @@
 //! serves it on a public URL.
 
 use crate::function::Phase;
-use crate::limits::{MEMORY_MB_DEFAULT, TIMEOUT_SEC_DEFAULT};
 use crate::runtime::Runtime;
 use crate::validate::{self, FieldError};
 use serde::{Deserialize, Serialize};
@@ -204,28 +203,14 @@ fn check_start(entrypoint: &Option<String>, command: &[String]) -> Result<(), Fi
 impl CreateService {
     /// Checks every field and returns the name and spec.
     pub fn validate(&self) -> Result<(String, ServiceSpec), FieldError> {
-        let name = self
-            .name
-            .as_deref()
-            .ok_or_else(|| FieldError::missing("name"))?;
+        let name = validate::required("name", &self.name)?;
         validate::name("name", name)?;
-        let runtime = validate::runtime(
-            "runtime",
-            self.runtime
-                .as_deref()
-                .ok_or_else(|| FieldError::missing("runtime"))?,
-        )?;
+        let runtime = validate::runtime("runtime", validate::required("runtime", &self.runtime)?)?;
         let command = self.command.clone().unwrap_or_default();
         check_start(&self.entrypoint, &command)?;
         validate::env_vars("env_vars", &self.env_vars)?;
-        let memory_mb = match self.memory_mb {
-            Some(m) => validate::memory_mb("memory_mb", m)?,
-            None => MEMORY_MB_DEFAULT,
-        };
-        let timeout_sec = match self.timeout_sec {
-            Some(t) => validate::timeout_sec("timeout_sec", t)?,
-            None => TIMEOUT_SEC_DEFAULT,
-        };
+        let memory_mb = validate::memory_mb_or_default("memory_mb", self.memory_mb)?;
+        let timeout_sec = validate::timeout_sec_or_default("timeout_sec", self.timeout_sec)?;
         let health_path = self.health_path.clone().unwrap_or_else(|| "/".to_string());
         validate_health_path("health_path", &health_path)?;
         Ok((

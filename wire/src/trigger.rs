@@ -179,15 +179,9 @@ impl CreateTrigger {
     /// Checks every field and returns the name and spec. Schedule syntax is
     /// checked with [`validate::cron_schedule`].
     pub fn validate(&self) -> Result<(String, TriggerSpec), FieldError> {
-        let name = self
-            .name
-            .as_deref()
-            .ok_or_else(|| FieldError::missing("name"))?;
+        let name = validate::required("name", &self.name)?;
         validate::name("name", name)?;
-        let function = self
-            .function
-            .as_deref()
-            .ok_or_else(|| FieldError::missing("function"))?;
+        let function = validate::required("function", &self.function)?;
         validate::name("function", function)?;
         let trigger_type = match self.trigger_type.as_deref() {
             None => return Err(FieldError::missing("type")),
@@ -202,10 +196,7 @@ impl CreateTrigger {
         };
         let (schedule, payload) = match trigger_type {
             TriggerType::Cron => {
-                let s = self
-                    .schedule
-                    .as_deref()
-                    .ok_or_else(|| FieldError::missing("schedule"))?;
+                let s = validate::required("schedule", &self.schedule)?;
                 validate::cron_schedule("schedule", s)?;
                 if let Some(p) = &self.payload {
                     validate_payload("payload", p)?;

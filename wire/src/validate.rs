@@ -47,6 +47,21 @@ impl fmt::Display for FieldError {
 
 impl std::error::Error for FieldError {}
 
+/// A required string field: its value, or a "missing" error naming it.
+pub fn required<'a>(field: &str, value: &'a Option<String>) -> Result<&'a str, FieldError> {
+    value.as_deref().ok_or_else(|| FieldError::missing(field))
+}
+
+/// An optional `memory_mb`: checked when given, [`MEMORY_MB_DEFAULT`] otherwise.
+pub fn memory_mb_or_default(field: &str, value: Option<i64>) -> Result<u32, FieldError> {
+    value.map_or(Ok(MEMORY_MB_DEFAULT), |m| memory_mb(field, m))
+}
+
+/// An optional `timeout_sec`: checked when given, [`TIMEOUT_SEC_DEFAULT`] otherwise.
+pub fn timeout_sec_or_default(field: &str, value: Option<i64>) -> Result<u32, FieldError> {
+    value.map_or(Ok(TIMEOUT_SEC_DEFAULT), |t| timeout_sec(field, t))
+}
+
 /// A DNS-1123 label: 1..=63 characters of `a-z`, `0-9` and `-`, starting and
 /// ending with a letter or digit.
 pub fn name(field: &str, value: &str) -> Result<(), FieldError> {
@@ -272,6 +287,24 @@ mod tests {
         assert!(timeout_sec("timeout_sec", 0).is_err());
         assert!(timeout_sec("timeout_sec", 901).is_err());
         assert!(timeout_sec("timeout_sec", -5).is_err());
+    }
+
+    #[test]
+    fn optional_limits_default_or_check() {
+        assert_eq!(
+            memory_mb_or_default("memory_mb", None),
+            Ok(MEMORY_MB_DEFAULT)
+        );
+        assert_eq!(timeout_sec_or_default("timeout_sec", Some(60)), Ok(60));
+        assert_eq!(
+            memory_mb_or_default("memory_mb", Some(1))
+                .unwrap_err()
+                .field,
+            "memory_mb"
+        );
+        let err = required("name", &None).unwrap_err();
+        assert!(err.missing && err.field == "name");
+        assert_eq!(required("name", &Some("x".to_string())), Ok("x"));
     }
 
     #[test]
