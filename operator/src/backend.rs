@@ -241,6 +241,12 @@ pub trait Backend: Send + Sync + 'static {
         Err(unsupported("services"))
     }
 
+    /// The backend's own Prometheus series in the text exposition format
+    /// (appended to the API's on `/metrics`); empty when it has none.
+    fn metrics_text(&self) -> String {
+        String::new()
+    }
+
     /// Stops everything the backend runs (function processes, builds) cleanly.
     async fn shutdown(&self);
 }

@@ -29,6 +29,7 @@ async fn openapi_document_covers_the_api() {
     for path in [
         paths::HEALTHZ.to_string(),
         paths::OPENAPI.to_string(),
+        paths::METRICS.to_string(),
         paths::ensure_namespace(ns),
         paths::functions(ns),
         paths::function(ns, name),
@@ -165,4 +166,76 @@ async fn json_logs_public_url_and_no_tokens_in_logs() {
     assert!(!log.contains(&bad), "a token was logged");
     let signature = c.token.rsplit('.').next().unwrap();
     assert!(!log.contains(signature), "a token signature was logged");
+}
+
+/// The value of `sless_http_requests_total{code="<class>"}` in a scrape.
+fn http_requests(text: &str, class: &str) -> u64 {
+    let series = format!("sless_http_requests_total{{code=\"{class}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(series.as_str()))
+        .unwrap_or_else(|| panic!("no {series} in:\n{text}"))
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn metrics_are_served_without_a_token_and_count_requests() {
+    let op = Operator::start();
+    let http = reqwest::Client::new();
+    let scrape = |token: Option<&'static str>| {
+        let mut req = http.get(format!("{}{}", op.base_url, paths::METRICS));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        async move {
+            let r = req.send().await.unwrap();
+            assert_eq!(r.status().as_u16(), 200);
+            assert_eq!(
+                r.headers()["content-type"],
+                "text/plain; version=0.0.4; charset=utf-8"
+            );
+            r.text().await.unwrap()
+        }
+    };
+    let before = scrape(None).await;
+    assert!(
+        before.contains("# TYPE sless_http_requests_total counter\n"),
+        "{before}"
+    );
+    assert!(
+        http_requests(&before, "2xx") >= 1,
+        "the harness waited on /healthz"
+    );
+    for path in [paths::HEALTHZ, paths::HEALTHZ, "/no-such-endpoint"] {
+        http.get(format!("{}{path}", op.base_url))
+            .send()
+            .await
+            .unwrap();
+    }
+    let unauthenticated = http
+        .get(format!(
+            "{}{}",
+            op.base_url,
+            paths::functions("sless-00000000")
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unauthenticated.status().as_u16(), 401);
+    // A token is neither needed nor checked.
+    let after = scrape(Some("not-a-token")).await;
+    // The first scrape and two /healthz; a 404 and a 401.
+    assert_eq!(
+        http_requests(&after, "2xx") - http_requests(&before, "2xx"),
+        3,
+        "{after}"
+    );
+    assert_eq!(
+        http_requests(&after, "4xx") - http_requests(&before, "4xx"),
+        2,
+        "{after}"
+    );
+    assert_eq!(http_requests(&after, "5xx"), 0, "{after}");
+    // The local backend has no series of its own.
+    assert!(!after.contains("sless_reconciles_total"), "{after}");
 }

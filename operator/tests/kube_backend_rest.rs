@@ -646,3 +646,31 @@ async fn services_are_service_resources() {
     .await;
     out.assert_complete();
 }
+
+#[tokio::test]
+async fn metrics_are_served_without_a_token_and_make_no_api_calls() {
+    let out = scenario(vec![], async |r| {
+        let req = Request::builder()
+            .uri(sless_wire::paths::METRICS)
+            .body(Body::empty())
+            .unwrap();
+        let resp = r.app.clone().oneshot(req).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        assert_eq!(
+            resp.headers()["content-type"],
+            "text/plain; version=0.0.4; charset=utf-8"
+        );
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let text = String::from_utf8(bytes.to_vec()).unwrap();
+        assert!(
+            text.contains("# TYPE sless_http_requests_total counter\n"),
+            "{text}"
+        );
+        // The controllers are not started here, so no reconcile series yet.
+        assert!(!text.contains("sless_reconciles_total"), "{text}");
+    })
+    .await;
+    out.assert_complete();
+}

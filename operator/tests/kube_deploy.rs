@@ -142,6 +142,17 @@ fn operator_runs_one_replica_with_probes_and_resources() {
         sless_wire::paths::HEALTHZ
     );
     assert!(c["resources"]["limits"]["memory"].is_string());
+    // Prometheus scrapes /metrics on the container's port.
+    let scrape = &d["spec"]["template"]["metadata"]["annotations"];
+    assert_eq!(scrape["prometheus.io/scrape"], "true");
+    assert_eq!(scrape["prometheus.io/path"], sless_wire::paths::METRICS);
+    assert_eq!(
+        scrape["prometheus.io/port"].as_str(),
+        c["ports"][0]["containerPort"]
+            .as_u64()
+            .map(|p| p.to_string())
+            .as_deref()
+    );
     let cm = all.iter().find(|d| d["kind"] == "ConfigMap").unwrap();
     assert_eq!(cm["data"]["SLESS_BACKEND"], "kube");
     // Every setting in the ConfigMap is a flag `serve` knows.

@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | GET | `/healthz` | liveness, no auth |
 //! | GET | `/openapi.json` | the OpenAPI document, no auth |
+//! | GET | `/metrics` | Prometheus metrics (text format 0.0.4), no auth |
 //! | POST | `/v1/namespaces/{ns}/ensure` | create the namespace if missing (idempotent) |
 //! | GET, POST | `/v1/namespaces/{ns}/functions` | list, create (201, 409 if the name exists) |
 //! | GET, PATCH, DELETE | `/v1/namespaces/{ns}/functions/{name}` | read, partial update, delete |
@@ -30,6 +31,8 @@ pub const API_PREFIX: &str = "/v1";
 pub const HEALTHZ: &str = "/healthz";
 /// OpenAPI document path.
 pub const OPENAPI: &str = "/openapi.json";
+/// Prometheus metrics path (text exposition format 0.0.4).
+pub const METRICS: &str = "/metrics";
 /// Header that carries the provider's or client's name and version.
 pub const USER_AGENT_PREFIX: &str = "terraform-provider-sless";
 

@@ -8,6 +8,7 @@
 //! - [`namespaces`], [`functions`], [`code`], [`logs`], [`invoke`]: handlers.
 //! - [`proxy`]: the reusable streaming reverse proxy.
 //! - [`openapi`]: the generated OpenAPI document.
+//! - [`metrics`]: `/metrics` (Prometheus text format, no auth).
 //! - [`server`]: `sless-operator serve`: bind, serve, shut down gracefully.
 
 pub mod code;
@@ -17,6 +18,7 @@ pub mod functions;
 pub mod invoke;
 pub mod jobs;
 pub mod logs;
+pub mod metrics;
 pub mod namespaces;
 pub mod openapi;
 pub mod proxy;

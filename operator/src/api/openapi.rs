@@ -1,7 +1,7 @@
 //! The OpenAPI document, generated from the handlers and wire types.
 
 use super::{code, functions, invoke, logs, namespaces, public, router, triggers};
-use super::{jobs, public_services, services};
+use super::{jobs, metrics, public_services, services};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use std::sync::OnceLock;
@@ -18,6 +18,7 @@ use utoipa::{Modify, OpenApi};
     paths(
         router::healthz,
         serve,
+        metrics::serve,
         namespaces::ensure,
         functions::create,
         functions::list,
@@ -99,7 +100,7 @@ use utoipa::{Modify, OpenApi};
         (name = "public", description = "Unauthenticated public URLs of http triggers"),
         (name = "jobs", description = "Jobs: run code once with an input and keep its return value"),
         (name = "services", description = "Services: long-running processes on a public URL"),
-        (name = "meta", description = "Health and this document"),
+        (name = "meta", description = "Health, metrics and this document"),
     )
 )]
 pub struct ApiDoc;
@@ -159,6 +160,7 @@ mod tests {
         for p in [
             "/healthz",
             "/openapi.json",
+            "/metrics",
             "/v1/namespaces/{ns}/ensure",
             "/v1/namespaces/{ns}/functions",
             "/v1/namespaces/{ns}/functions/{name}",

@@ -2,7 +2,7 @@
 
 use super::error::ApiFailure;
 use super::{AppState, code, functions, invoke, logs, namespaces, openapi, public, triggers};
-use super::{jobs, public_services, services};
+use super::{jobs, metrics, public_services, services};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{StatusCode, Uri};
@@ -12,7 +12,7 @@ use axum::routing::{any, get, post, put};
 use sless_wire::ErrorCode;
 use std::time::Instant;
 
-/// Builds the HTTP application: `/healthz`, `/openapi.json` and `/v1/...`.
+/// Builds the HTTP application: `/healthz`, `/openapi.json`, `/metrics` and `/v1/...`.
 pub fn router(state: AppState) -> Router {
     const FUNCTION: &str = "/v1/namespaces/{ns}/functions/{name}";
     let v1 = Router::new()
@@ -87,6 +87,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route(sless_wire::paths::HEALTHZ, get(healthz))
         .route(sless_wire::paths::OPENAPI, get(openapi::serve))
+        .route(sless_wire::paths::METRICS, get(metrics::serve))
         .merge(v1)
         .merge(public_routes)
         .fallback(not_found)
@@ -123,7 +124,8 @@ async fn method_not_allowed() -> ApiFailure {
     )
 }
 
-/// Logs every request: method, path (never headers or query), status, time.
+/// Logs every request: method, path (never headers or query), status, time;
+/// and counts it by status class for `/metrics`.
 async fn log_requests(req: Request, next: Next) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
@@ -131,7 +133,8 @@ async fn log_requests(req: Request, next: Next) -> Response {
     let resp = next.run(req).await;
     let status = resp.status().as_u16();
     let elapsed_ms = started.elapsed().as_millis() as u64;
-    if path == sless_wire::paths::HEALTHZ {
+    metrics::HTTP.record(status);
+    if path == sless_wire::paths::HEALTHZ || path == sless_wire::paths::METRICS {
         tracing::debug!(%method, %path, status, elapsed_ms, "request");
     } else {
         tracing::info!(%method, %path, status, elapsed_ms, "request");

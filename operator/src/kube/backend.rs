@@ -342,16 +342,6 @@ impl KubeBackend {
         Ok(backend)
     }
 
-    /// The controllers' metrics in the Prometheus text format (empty before
-    /// [`KubeBackend::start_controllers`]).
-    pub fn metrics_text(&self) -> String {
-        self.ctx
-            .lock()
-            .ok()
-            .and_then(|c| c.as_ref().map(|c| c.metrics.render()))
-            .unwrap_or_default()
-    }
-
     /// Starts the controllers in the background; [`Backend::shutdown`] stops them.
     pub fn start_controllers(&self) {
         let ctx = Arc::new(Ctx::new(self.client.clone(), self.opts.clone()));
@@ -1188,6 +1178,16 @@ impl Backend for KubeBackend {
         }
     }
 
+    /// The controllers' metrics in the Prometheus text format (empty before
+    /// [`KubeBackend::start_controllers`]).
+    fn metrics_text(&self) -> String {
+        self.ctx
+            .lock()
+            .ok()
+            .and_then(|c| c.as_ref().map(|c| c.metrics.render()))
+            .unwrap_or_default()
+    }
+
     async fn shutdown(&self) {
         let _ = self.stop.send(true);
         let handles = match self.controllers.lock() {
@@ -1202,5 +1202,40 @@ impl Backend for KubeBackend {
                 tracing::warn!("a controller did not stop within 10 s");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::{Request, Response};
+    use kube::client::Body;
+
+    #[tokio::test]
+    async fn metrics_text_has_the_reconcile_series_once_controllers_record() {
+        // No request is made: the mock's handle is never answered.
+        let (svc, _handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let client = Client::new(svc, "default");
+        let store = CodeStore::new(Arc::new(object_store::memory::InMemory::new()));
+        let b = KubeBackend::new(client.clone(), KubeOptions::example(), store);
+        assert_eq!(
+            Backend::metrics_text(&b),
+            "",
+            "nothing before the controllers"
+        );
+        let ctx = Arc::new(Ctx::new(client, KubeOptions::example()));
+        *b.ctx.lock().unwrap() = Some(ctx.clone());
+        ctx.metrics
+            .record("trigger", Duration::from_millis(20), true);
+        ctx.metrics
+            .record("trigger", Duration::from_millis(30), false);
+        let text = Backend::metrics_text(&b);
+        assert!(
+            text.contains("# TYPE sless_reconciles_total counter\n"),
+            "{text}"
+        );
+        assert!(text.contains("sless_reconciles_total{controller=\"trigger\"} 2\n"));
+        assert!(text.contains("sless_reconcile_failures_total{controller=\"trigger\"} 1\n"));
+        assert!(text.contains("sless_reconcile_seconds_total{controller=\"trigger\"} 0.050000\n"));
     }
 }
