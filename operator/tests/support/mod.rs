@@ -25,6 +25,8 @@ pub struct Operator {
     pub base_url: String,
     /// Extra arguments passed to `serve`.
     pub extra_args: Vec<String>,
+    /// Extra environment variables of the process.
+    pub env: Vec<(String, String)>,
 }
 
 impl Operator {
@@ -35,6 +37,11 @@ impl Operator {
 
     /// Starts an operator with extra `serve` arguments.
     pub fn start_with(extra: &[&str]) -> Operator {
+        Self::start_with_env(extra, &[])
+    }
+
+    /// Starts an operator with extra `serve` arguments and environment.
+    pub fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Operator {
         let tmp = tempfile::tempdir().expect("tempdir");
         let mut op = Operator {
             child: None,
@@ -42,6 +49,10 @@ impl Operator {
             _tmp: Some(tmp),
             base_url: String::new(),
             extra_args: extra.iter().map(|s| s.to_string()).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         op.spawn();
         op
@@ -64,6 +75,7 @@ impl Operator {
             .arg("--data-dir")
             .arg(&self.data_dir)
             .args(&self.extra_args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
