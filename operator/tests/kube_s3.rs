@@ -16,7 +16,6 @@ use sless_operator::kube::objstore::{self, CodeStore};
 use sless_operator::kube::{KubeBackend, KubeOptions, S3Options};
 use sless_wire::Runtime;
 use std::io::{Cursor, Read, Write};
-use std::time::Duration;
 
 fn s3(endpoint: &str, bucket: &str) -> S3Options {
     S3Options {
