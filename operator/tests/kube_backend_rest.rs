@@ -674,3 +674,56 @@ async fn metrics_are_served_without_a_token_and_make_no_api_calls() {
     .await;
     out.assert_complete();
 }
+
+#[tokio::test]
+async fn cron_runs_and_restarts_from_the_resource_status_reach_the_api() {
+    let mut active = trigger_json("tick", None);
+    active["status"] = json!({
+        "phase": "Active", "nextRunAt": "2026-12-02T10:10:00Z", "runs": 4,
+        "counted": {"job": "tr-tick-29000000", "createdAt": "2026-12-02T10:05:00Z"},
+        "lastRun": {"job": "tr-tick-29000000", "startedAt": "2026-12-02T10:05:01Z",
+                    "completedAt": "2026-12-02T10:05:03Z", "ok": false,
+                    "message": "the call failed (BackoffLimitExceeded); see the trigger log"},
+    });
+    let mut disabled = active.clone();
+    disabled["spec"]["enabled"] = json!(false);
+    disabled["status"]["phase"] = json!("Disabled");
+    let mut f = function_json("hello", Some("Ready"));
+    f["status"]["restarts"] = json!(3);
+    let steps = vec![
+        Step::new(Method::GET, tr_uri("/tick")).answer(200, active),
+        Step::new(Method::GET, tr_uri("/tick")).answer(200, disabled),
+        Step::new(Method::GET, fn_uri("/hello")).answer(200, f),
+    ];
+    let out = scenario(steps, async |r| {
+        let one = sless_wire::paths::trigger(&ns(), "tick");
+        let (status, t) = r.call(Method::GET, &one, None).await;
+        assert_eq!(status, StatusCode::OK, "{t}");
+        let s = &t["status"];
+        assert_eq!(s["phase"], "Active");
+        assert_eq!(s["next_run_at"], "2026-12-02T10:10:00Z");
+        assert_eq!(s["runs"], 4);
+        assert_eq!(s["skipped"], 0, "Kubernetes does not report skipped ticks");
+        assert_eq!(
+            s["last_run"],
+            json!({"started_at": "2026-12-02T10:05:01Z", "completed_at": "2026-12-02T10:05:03Z",
+                   "ok": false,
+                   "message": "the call failed (BackoffLimitExceeded); see the trigger log"})
+        );
+        let (_, t) = r.call(Method::GET, &one, None).await;
+        assert_eq!(t["status"]["phase"], "Disabled");
+        assert!(t["status"]["next_run_at"].is_null(), "not scheduled");
+        assert_eq!(t["status"]["runs"], 4, "history stays");
+        let (status, f) = r
+            .call(
+                Method::GET,
+                &sless_wire::paths::function(&ns(), "hello"),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{f}");
+        assert_eq!(f["status"]["restarts"], 3);
+    })
+    .await;
+    out.assert_complete();
+}

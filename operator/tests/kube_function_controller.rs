@@ -339,8 +339,33 @@ async fn new_code_after_a_failed_build_builds_again() {
     out.assert_complete();
 }
 
-/// The Deployment and Service applies; `deployment` is the Deployment
-/// answer (`None` echoes the applied body: a Deployment not ready yet).
+/// The list of the function's pods (by app label), answered with pods
+/// whose single container restarted `restarts[i]` times.
+fn list_pods(restarts: &[i32]) -> Step {
+    let items: Vec<Value> = restarts
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            json!({"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": format!("fn-hello-{i}"), "namespace": DNS,
+                                "labels": {names::APP_LABEL: "fn-hello"}},
+                   "status": {"containerStatuses": [{"name": "function", "image": image(), "imageID": "",
+                                                     "ready": true, "restartCount": n}]}})
+        })
+        .collect();
+    Step::new(
+        Method::GET,
+        format!("/api/v1/namespaces/{DNS}/pods?&labelSelector=sless.kube5s.ru%2Fapp%3Dfn-hello"),
+    )
+    .answer(
+        200,
+        json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": items}),
+    )
+}
+
+/// The Deployment and Service applies and the pod list (no pods);
+/// `deployment` is the Deployment answer (`None` echoes the applied body: a
+/// Deployment not ready yet).
 fn apply_steps(
     deployment: Option<Value>,
     check_deployment: impl Fn(&Value) + Send + 'static,
@@ -356,6 +381,7 @@ fn apply_steps(
             assert_eq!(b["spec"]["selector"][names::APP_LABEL], "fn-hello");
             assert_eq!(b["spec"]["ports"][0]["targetPort"], 8080);
         }),
+        list_pods(&[]),
     ]
 }
 
@@ -465,7 +491,37 @@ async fn env_and_memory_update_patches_the_deployment_without_a_rebuild() {
             })
             .answer(200, answer),
         Step::new(Method::PATCH, apply_uri("services", "fn-hello")),
+        list_pods(&[]),
     ];
+    let (_, out) = run(f, steps).await;
+    out.assert_complete();
+}
+
+#[tokio::test]
+async fn container_restarts_of_the_pods_are_recorded_in_the_status() {
+    // A crash restarts the container: the pod turns unready and back, the
+    // watched Deployment changes, and the reconcile reads the pods.
+    let mut steps = apply_steps(Some(ready_deployment(&function(Scenario::Ready))), |_| {});
+    steps.pop();
+    steps.push(list_pods(&[2, 1]));
+    steps.push(status_step(|b| {
+        assert_eq!(b["status"]["restarts"], 3);
+        assert_eq!(b["status"]["phase"], "Ready");
+    }));
+    let (action, out) = run(function(Scenario::Ready), steps).await;
+    out.assert_complete();
+    assert!(out.events.is_empty(), "still Ready: no event");
+    assert_eq!(
+        action,
+        kube::runtime::controller::Action::requeue(function::REQUEUE_READY)
+    );
+
+    // Recorded already: no status write.
+    let mut f = function(Scenario::Ready);
+    f.status.as_mut().unwrap().restarts = 3;
+    let mut steps = apply_steps(Some(ready_deployment(&f)), |_| {});
+    steps.pop();
+    steps.push(list_pods(&[2, 1]));
     let (_, out) = run(f, steps).await;
     out.assert_complete();
 }
@@ -479,6 +535,7 @@ async fn deployment_deleted_by_hand_is_recreated() {
             .status(201)
             .check(|d| assert_eq!(d["metadata"]["name"], "fn-hello")),
         Step::new(Method::PATCH, apply_uri("services", "fn-hello")),
+        list_pods(&[]),
         status_step(|b| {
             assert_eq!(b["status"]["phase"], "Building");
             assert_eq!(b["status"]["message"], "starting");

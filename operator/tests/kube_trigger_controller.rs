@@ -7,7 +7,7 @@ use kube::runtime::controller::Action;
 use kube_mock::{Step, finish, start, status_body};
 use serde_json::{Value, json};
 use sless_operator::kube::KubeOptions;
-use sless_operator::kube::crd::{Trigger, TriggerSpec};
+use sless_operator::kube::crd::{Trigger, TriggerSpec, TriggerStatus};
 use sless_operator::kube::function::Ctx;
 use sless_operator::kube::trigger::{self, FINALIZER};
 use std::sync::Arc;
@@ -62,6 +62,41 @@ fn status_step(check: impl Fn(&Value) + Send + 'static) -> Step {
     )
     .check(check)
     .answer(200, serde_json::to_value(trigger("http", true)).unwrap())
+}
+
+const JOB_SELECTOR: &str = "app.kubernetes.io%2Fmanaged-by%3Dsless-operator%2Csless.kube5s.ru%2Fowner-kind%3DTrigger%2Csless.kube5s.ru%2Fowner-name%3Dweb%2Csless.kube5s.ru%2Fowner-namespace%3Dsless-0123abcd";
+
+/// The cron Job list of the trigger (by owner labels), answered with `jobs`.
+fn list_jobs(jobs: Vec<Value>) -> Step {
+    Step::new(
+        Method::GET,
+        format!("/apis/batch/v1/namespaces/{DNS}/jobs?&labelSelector={JOB_SELECTOR}"),
+    )
+    .answer(
+        200,
+        json!({"apiVersion": "batch/v1", "kind": "JobList", "metadata": {}, "items": jobs}),
+    )
+}
+
+/// A cron Job of the trigger created at `created`; `ok` finished it (2 s
+/// later) with success or failure, `None` leaves it running.
+fn cron_job_run(name: &str, created: &str, ok: Option<bool>) -> Value {
+    let t: k8s_openapi::jiff::Timestamp = created.parse().unwrap();
+    let later = |s: i64| (t + k8s_openapi::jiff::SignedDuration::from_secs(s)).to_string();
+    let status = match ok {
+        None => json!({"active": 1, "startTime": later(1)}),
+        Some(true) => json!({"succeeded": 1, "startTime": later(1), "completionTime": later(3),
+            "conditions": [{"type": "Complete", "status": "True", "lastTransitionTime": later(3)}]}),
+        Some(false) => json!({"failed": 1, "startTime": later(1),
+            "conditions": [{"type": "Failed", "status": "True", "lastTransitionTime": later(3),
+                            "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit"}]}),
+    };
+    json!({"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": name, "namespace": DNS, "creationTimestamp": created,
+                        "labels": {"sless.kube5s.ru/owner-kind": "Trigger", "sless.kube5s.ru/owner-name": "web",
+                                   "sless.kube5s.ru/owner-namespace": NS}},
+           "spec": {"template": {"spec": {"containers": []}}},
+           "status": status})
 }
 
 async fn run(t: Trigger, steps: Vec<Step>) -> (Action, kube_mock::Outcome) {
@@ -181,8 +216,14 @@ async fn cron_trigger_gets_a_forbid_concurrency_cronjob_with_pinned_curl() {
             )
             .check(|b| {
                 assert_eq!(b["spec"]["schedule"], "*/5 * * * *");
+                assert_eq!(b["spec"]["timeZone"], "Etc/UTC");
                 assert_eq!(b["spec"]["concurrencyPolicy"], "Forbid");
                 assert_eq!(b["spec"]["suspend"], false);
+                assert_eq!(
+                    b["spec"]["jobTemplate"]["metadata"]["labels"]["sless.kube5s.ru/owner-name"],
+                    "web",
+                    "the Jobs carry the owner labels (watched)"
+                );
                 let c = &b["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0];
                 assert_eq!(c["image"], "curlimages/curl:8.5.0");
                 let args: Vec<&str> = c["args"]
@@ -197,14 +238,120 @@ async fn cron_trigger_gets_a_forbid_concurrency_cronjob_with_pinned_curl() {
                     "http://fn-hello.sless-fn-sless-0123abcd.svc.cluster.local/"
                 );
             }),
+            list_jobs(vec![]),
             status_step(|b| {
                 assert_eq!(b["status"]["phase"], "Active");
                 assert!(b["status"]["url"].is_null());
+                let next: k8s_openapi::jiff::Timestamp =
+                    b["status"]["nextRunAt"].as_str().unwrap().parse().unwrap();
+                assert!(next > k8s_openapi::jiff::Timestamp::now());
+                assert_eq!(next.as_second() % 300, 0, "on a */5 minute: {next}");
+                assert!(b["status"]["runs"].is_null(), "no runs yet");
+                assert!(b["status"]["lastRun"].is_null());
             }),
         ],
     )
     .await;
     out.assert_complete();
+    assert_eq!(out.event_reasons(), ["Active"]);
+}
+
+/// An Active cron trigger that counted `counted` runs up to Job `tr-web-a`.
+fn active_cron(schedule: &str, counted: u64, last_run: Option<Value>) -> Trigger {
+    let mut t = trigger("cron", true);
+    t.spec.schedule = Some(schedule.to_string());
+    let mut st: TriggerStatus = serde_json::from_value(json!({
+        "phase": "Active",
+        "nextRunAt": "2026-12-02T10:05:00Z",
+        "runs": counted,
+        "counted": {"job": "tr-web-a", "createdAt": "2026-12-02T10:00:00Z"},
+        "lastRun": last_run,
+    }))
+    .unwrap();
+    sless_operator::kube::function::set_condition(
+        &mut st.conditions,
+        "Ready",
+        true,
+        "Active",
+        "children applied",
+    );
+    t.status = Some(st);
+    t
+}
+
+#[tokio::test]
+async fn a_finished_cron_job_is_recorded_in_the_status() {
+    // Job a was counted (and was running) at the last reconcile; since then
+    // it succeeded and Job b ran and failed: the watch on the trigger's Jobs
+    // reconciles, and the status gets runs, lastRun and a new nextRunAt.
+    let (action, out) = run(
+        active_cron("*/5 * * * *", 1, None),
+        vec![
+            get_function(Some("Ready")),
+            Step::new(
+                Method::PATCH,
+                format!("/apis/batch/v1/namespaces/{DNS}/cronjobs/tr-web{APPLY}"),
+            ),
+            list_jobs(vec![
+                cron_job_run("tr-web-b", "2026-12-02T10:05:00Z", Some(false)),
+                cron_job_run("tr-web-a", "2026-12-02T10:00:00Z", Some(true)),
+            ]),
+            status_step(|b| {
+                let s = &b["status"];
+                assert_eq!(s["phase"], "Active");
+                assert_eq!(s["runs"], 2, "a counted once, b new");
+                assert_eq!(s["counted"]["job"], "tr-web-b");
+                assert_eq!(s["counted"]["createdAt"], "2026-12-02T10:05:00Z");
+                let last = &s["lastRun"];
+                assert_eq!(last["job"], "tr-web-b", "the newest finished Job");
+                assert_eq!(last["ok"], false);
+                assert_eq!(last["startedAt"], "2026-12-02T10:05:01Z");
+                assert_eq!(last["completedAt"], "2026-12-02T10:05:03Z");
+                assert!(
+                    last["message"]
+                        .as_str()
+                        .unwrap()
+                        .contains("BackoffLimitExceeded"),
+                    "{last}"
+                );
+                let next: k8s_openapi::jiff::Timestamp =
+                    s["nextRunAt"].as_str().unwrap().parse().unwrap();
+                assert!(next > k8s_openapi::jiff::Timestamp::now(), "recomputed");
+            }),
+        ],
+    )
+    .await;
+    out.assert_complete();
+    assert!(out.events.is_empty(), "already Active: no event");
+    assert_eq!(action, Action::requeue(trigger::REQUEUE_ACTIVE));
+}
+
+#[tokio::test]
+async fn an_unchanged_cron_trigger_writes_no_status() {
+    // A yearly schedule, so the next run time is the one already recorded.
+    let schedule = "0 0 1 1 *";
+    let last = json!({"job": "tr-web-a", "startedAt": "2026-12-02T10:00:01Z",
+                      "completedAt": "2026-12-02T10:00:03Z", "ok": true});
+    let mut t = active_cron(schedule, 1, Some(last));
+    t.status.as_mut().unwrap().next_run_at = trigger::next_run_at(schedule, chrono::Utc::now());
+    let (_, out) = run(
+        t,
+        vec![
+            get_function(Some("Ready")),
+            Step::new(
+                Method::PATCH,
+                format!("/apis/batch/v1/namespaces/{DNS}/cronjobs/tr-web{APPLY}"),
+            ),
+            list_jobs(vec![cron_job_run(
+                "tr-web-a",
+                "2026-12-02T10:00:00Z",
+                Some(true),
+            )]),
+        ],
+    )
+    .await;
+    out.assert_complete();
+    assert!(out.events.is_empty());
 }
 
 #[tokio::test]
@@ -236,7 +383,18 @@ async fn disabled_triggers_remove_http_children_and_suspend_cron() {
                 format!("/apis/batch/v1/namespaces/{DNS}/cronjobs/tr-web{APPLY}"),
             )
             .check(|b| assert_eq!(b["spec"]["suspend"], true)),
-            status_step(|b| assert_eq!(b["status"]["phase"], "Disabled")),
+            // A run going when it was disabled is still recorded.
+            list_jobs(vec![cron_job_run(
+                "tr-web-a",
+                "2026-12-02T10:00:00Z",
+                Some(true),
+            )]),
+            status_step(|b| {
+                assert_eq!(b["status"]["phase"], "Disabled");
+                assert!(b["status"]["nextRunAt"].is_null(), "not scheduled");
+                assert_eq!(b["status"]["runs"], 1);
+                assert_eq!(b["status"]["lastRun"]["ok"], true);
+            }),
         ],
     )
     .await;

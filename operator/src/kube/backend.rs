@@ -153,9 +153,22 @@ pub fn trigger_to_wire(t: &Trigger) -> Result<sless_wire::Trigger> {
             phase,
             message: st.message.clone(),
             url: st.url.clone(),
-            next_run_at: None,
-            last_run: None,
-            runs: 0,
+            // Only an Active trigger is scheduled (a disabled one may not
+            // have been reconciled yet).
+            next_run_at: st
+                .next_run_at
+                .clone()
+                .filter(|_| phase == TriggerPhase::Active),
+            last_run: st.last_run.as_ref().map(|r| sless_wire::TriggerRun {
+                started_at: r.started_at.clone(),
+                completed_at: r.completed_at.clone(),
+                // curl reports only success (-f: below 400) or failure.
+                status_code: None,
+                ok: r.ok,
+                message: r.message.clone(),
+            }),
+            runs: st.runs,
+            // Kubernetes does not report ticks skipped by `Forbid`.
             skipped: 0,
         },
         created_at,
@@ -304,7 +317,7 @@ pub fn to_wire(f: &Function) -> Result<sless_wire::Function> {
             image_ref: st.image_ref.clone(),
             last_built_at: st.last_built_at.clone(),
             invoke_path: paths::function_invoke(&ns, &name),
-            restarts: 0,
+            restarts: st.restarts,
         },
         namespace: ns,
         name,

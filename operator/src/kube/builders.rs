@@ -556,8 +556,14 @@ pub fn trigger_url(opts: &KubeOptions, ns: &str, trigger: &str) -> String {
     )
 }
 
+/// The time zone cron schedules are read in (the local backend's too; the
+/// trigger's `nextRunAt` is computed in it).
+pub const CRON_TIME_ZONE: &str = "Etc/UTC";
+
 /// A cron trigger's CronJob beside the function: a pinned curl POSTs the
-/// payload to the function's Service; never two runs at once.
+/// payload to the function's Service; never two runs at once. The schedule
+/// is read in UTC; the Jobs it spawns carry the trigger's owner labels (the
+/// trigger controller watches them to record runs).
 pub fn cron_job(
     ns: &str,
     trigger: &str,
@@ -568,6 +574,7 @@ pub fn cron_job(
 ) -> CronJob {
     let name = names::workload_name(OwnerKind::Trigger, trigger);
     let mut labels = names::owner_labels(OwnerKind::Trigger, ns, trigger);
+    let job_labels = labels.clone();
     let mut pod_labels = labels.clone();
     pod_labels.insert(names::CALLER_LABEL.to_string(), "true".to_string());
     labels.insert(names::CALLER_LABEL.to_string(), "true".to_string());
@@ -576,12 +583,16 @@ pub fn cron_job(
         metadata: meta(&name, &names::deploy_namespace(ns), labels),
         spec: CronJobSpec {
             schedule: schedule.to_string(),
+            time_zone: Some(CRON_TIME_ZONE.to_string()),
             concurrency_policy: Some("Forbid".to_string()),
             suspend: Some(suspend),
             successful_jobs_history_limit: Some(3),
             failed_jobs_history_limit: Some(3),
             job_template: JobTemplateSpec {
-                metadata: None,
+                metadata: Some(ObjectMeta {
+                    labels: Some(job_labels),
+                    ..Default::default()
+                }),
                 spec: Some(JobSpec {
                     backoff_limit: Some(0),
                     ttl_seconds_after_finished: Some(FINISHED_TTL_SECONDS),
@@ -991,6 +1002,14 @@ mod tests {
         let spec = c.spec;
         assert_eq!(spec.concurrency_policy.as_deref(), Some("Forbid"));
         assert_eq!(spec.schedule, "*/5 * * * *");
+        assert_eq!(spec.time_zone.as_deref(), Some("Etc/UTC"));
+        // The Jobs carry the owner labels: the trigger controller watches them.
+        let job_labels = spec.job_template.metadata.unwrap().labels.unwrap();
+        assert_eq!(
+            names::owner_of(&job_labels),
+            Some(("sless-1".to_string(), "tick".to_string()))
+        );
+        assert_eq!(job_labels[names::OWNER_KIND], "Trigger");
         let pod = spec.job_template.spec.unwrap().template;
         assert_eq!(
             pod.metadata.unwrap().labels.unwrap()[names::CALLER_LABEL],

@@ -132,9 +132,21 @@ pub struct FunctionStatus {
     /// In-cluster URL of the function's Service.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// Container restarts summed over the function's current pods (read
+    /// when the function is reconciled).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub restarts: u32,
     /// `Built` and `Ready` conditions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Desired state of a trigger (mirrors `sless_wire::TriggerSpec`).
@@ -194,9 +206,48 @@ pub struct TriggerStatus {
     /// The public URL (http).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// RFC 3339 time (UTC) of the next scheduled run (cron, while Active).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_run_at: Option<String>,
+    /// The newest finished cron run, from its Job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run: Option<TriggerRunStatus>,
+    /// Cron runs (Jobs) started so far; each Job is counted once.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub runs: u64,
+    /// The newest Job counted in `runs`: Jobs created after it are new runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted: Option<CountedRun>,
     /// `Ready` condition.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+}
+
+/// One finished cron run, as its Job reported it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TriggerRunStatus {
+    /// The Job's name.
+    pub job: String,
+    /// RFC 3339 start of the Job.
+    pub started_at: String,
+    /// RFC 3339 end of the Job.
+    pub completed_at: String,
+    /// True when the call succeeded (curl got a 2xx/3xx answer).
+    pub ok: bool,
+    /// Why the run failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// The newest cron Job counted in `runs`, by creation time then name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CountedRun {
+    /// The Job's name.
+    pub job: String,
+    /// RFC 3339 creation time of the Job.
+    pub created_at: String,
 }
 
 /// Desired state of a function job (mirrors `sless_wire::JobSpec`).

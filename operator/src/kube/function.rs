@@ -10,7 +10,10 @@
 //! `sless-fn-<ns>`; env, entrypoint and memory changes are re-applied to the
 //! Deployment without a rebuild. Children carry owner labels and are watched,
 //! so a Deployment deleted by hand is recreated; Ready functions are also
-//! requeued every 60 s.
+//! requeued every 60 s. Each deploy step also lists the function's pods
+//! (no pod watch) and records their container restarts in `status.restarts`;
+//! a restart makes the pod unready, which changes the Deployment's status,
+//! so the watched Deployment brings the count up to date.
 
 use super::build::{self, Progress};
 use super::builders::{self, Workload};
@@ -20,7 +23,7 @@ use super::{KubeError, KubeOptions};
 use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
@@ -255,6 +258,28 @@ pub fn job_outcome(job: &Job) -> Option<(bool, String)> {
     None
 }
 
+/// Container restarts summed over `pods` (negative counts, which the API
+/// never reports, count as 0).
+pub fn pod_restarts(pods: &[Pod]) -> u32 {
+    pods.iter()
+        .filter_map(|p| p.status.as_ref())
+        .flat_map(|s| s.container_statuses.iter().flatten())
+        .map(|c| u32::try_from(c.restart_count).unwrap_or(0))
+        .fold(0, u32::saturating_add)
+}
+
+/// Reads the restarts of the workload's pods (label `APP_LABEL=<workload>`)
+/// into `restarts`. Informational: a failed list keeps the previous value
+/// (and is logged) rather than failing the reconcile.
+async fn record_restarts(ctx: &Ctx, deploy_ns: &str, workload: &str, restarts: &mut u32) {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), deploy_ns);
+    let selector = format!("{}={workload}", names::APP_LABEL);
+    match pods.list(&ListParams::default().labels(&selector)).await {
+        Ok(list) => *restarts = pod_restarts(&list.items),
+        Err(e) => tracing::warn!(%deploy_ns, %workload, error = %e, "cannot list pods"),
+    }
+}
+
 /// True when a Deployment has rolled out its current generation and is available.
 pub(crate) fn deployment_ready(d: &Deployment) -> bool {
     let generation = d.metadata.generation.unwrap_or(0);
@@ -437,6 +462,7 @@ async fn deploy(
     )
     .await?;
     st.url = Some(builders::service_url(OwnerKind::Function, ns, name));
+    record_restarts(ctx, &deploy_ns, &wname, &mut st.restarts).await;
     if deployment_ready(&applied) {
         st.phase = Some("Ready".into());
         st.message = None;
@@ -581,5 +607,25 @@ mod tests {
         });
         let (ok, why) = job_outcome(&j).unwrap();
         assert!(!ok && why.starts_with("BackoffLimitExceeded"));
+    }
+
+    #[test]
+    fn restarts_are_summed_over_pods_and_containers() {
+        let pod = |counts: &[i32]| -> Pod {
+            let statuses: Vec<_> = counts
+                .iter()
+                .map(|n| serde_json::json!({"name": "c", "image": "i", "imageID": "", "ready": true, "restartCount": n}))
+                .collect();
+            serde_json::from_value(serde_json::json!({"status": {"containerStatuses": statuses}}))
+                .unwrap()
+        };
+        assert_eq!(pod_restarts(&[]), 0);
+        assert_eq!(pod_restarts(&[Pod::default()]), 0, "a pod not started yet");
+        assert_eq!(pod_restarts(&[pod(&[2]), pod(&[1, 3])]), 6);
+        assert_eq!(pod_restarts(&[pod(&[-1, 4])]), 4);
+        assert_eq!(
+            pod_restarts(&[pod(&[i32::MAX]), pod(&[i32::MAX]), pod(&[i32::MAX])]),
+            u32::MAX
+        );
     }
 }

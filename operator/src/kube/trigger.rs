@@ -6,19 +6,28 @@
 //! requeued every 15 s. Disabled http triggers lose their children (the URL
 //! answers 404); disabled cron triggers are suspended. Children carry owner
 //! labels (they live in `sless-fn-<ns>`) and are deleted by the finalizer.
+//!
+//! Cron runs are recorded in the status from the Jobs the CronJob spawns
+//! (they carry the owner labels and are watched, so a finished run updates
+//! the status at once): `runs` counts each Job once (a watermark of the
+//! newest counted Job is kept in `status.counted`), `lastRun` is the newest
+//! finished Job, and `nextRunAt` is computed from the schedule in UTC
+//! ([`observe_runs`], [`next_run_at`]). Kubernetes does not report ticks
+//! skipped by `concurrencyPolicy: Forbid`, so nothing counts them.
 
 use super::KubeError;
 use super::builders;
-use super::crd::{Function, Trigger, TriggerStatus};
-use super::function::{Ctx, delete_if_present, set_condition};
+use super::crd::{CountedRun, Function, Trigger, TriggerRunStatus, TriggerStatus};
+use super::function::{Ctx, delete_if_present, job_outcome, set_condition};
 use super::names::{self, FIELD_MANAGER, OwnerKind};
+use chrono::{DateTime, SecondsFormat, Utc};
 use futures_util::StreamExt;
-use k8s_openapi::api::batch::v1::CronJob;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
@@ -35,6 +44,141 @@ pub const FINALIZER: &str = "sless.kube5s.ru/trigger-cleanup";
 pub const REQUEUE_WAITING: Duration = Duration::from_secs(15);
 /// Periodic requeue of active triggers (self-healing).
 pub const REQUEUE_ACTIVE: Duration = Duration::from_secs(60);
+
+/// The next run time of `schedule` after `now`, RFC 3339 in UTC (what the
+/// CronJob, whose time zone is UTC, will do); `None` for a schedule that
+/// does not parse or never fires again.
+pub fn next_run_at(schedule: &str, now: DateTime<Utc>) -> Option<String> {
+    let cron = sless_wire::validate::cron_schedule("schedule", schedule).ok()?;
+    let next = cron.find_next_occurrence(&now, false).ok()?;
+    Some(next.to_rfc3339_opts(SecondsFormat::Secs, true))
+}
+
+/// A Job's place in the order of runs: creation time, then name.
+fn job_key(job: &Job) -> (Timestamp, String) {
+    let created = job
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|t| t.0)
+        .unwrap_or(Timestamp::UNIX_EPOCH);
+    (created, job.metadata.name.clone().unwrap_or_default())
+}
+
+/// The watermark stored in the status, as a key (`None`: nothing counted
+/// yet; an unreadable time counts as the epoch).
+fn counted_key(c: &CountedRun) -> (Timestamp, String) {
+    let created = c.created_at.parse().unwrap_or(Timestamp::UNIX_EPOCH);
+    (created, c.job.clone())
+}
+
+/// When a finished Job ended: its completion time, or (a failed Job has
+/// none) the time its `Failed` / `Complete` condition was set.
+fn finished_at(job: &Job) -> Option<Timestamp> {
+    let status = job.status.as_ref()?;
+    if let Some(t) = &status.completion_time {
+        return Some(t.0);
+    }
+    status
+        .conditions
+        .iter()
+        .flatten()
+        .filter(|c| c.status == "True" && matches!(c.type_.as_str(), "Failed" | "Complete"))
+        .filter_map(|c| c.last_transition_time.as_ref().map(|t| t.0))
+        .max()
+}
+
+/// The run a finished Job records, or `None` while it runs.
+fn run_of(job: &Job) -> Option<TriggerRunStatus> {
+    let (ok, why) = job_outcome(job)?;
+    let (created, name) = job_key(job);
+    let started = job
+        .status
+        .as_ref()
+        .and_then(|s| s.start_time.as_ref())
+        .map(|t| t.0)
+        .unwrap_or(created);
+    let completed = finished_at(job).unwrap_or(started);
+    let message = (!ok).then(|| {
+        if why.is_empty() {
+            "the call failed; see the trigger log".to_string()
+        } else {
+            format!("the call failed ({why}); see the trigger log")
+        }
+    });
+    Some(TriggerRunStatus {
+        job: name,
+        started_at: started.to_string(),
+        completed_at: completed.to_string(),
+        ok,
+        message,
+    })
+}
+
+/// Records the cron runs seen in `jobs` (the trigger's Jobs) in `st`:
+/// every Job created after the `counted` watermark is a new run (`runs` is
+/// monotonic: Jobs deleted by their TTL or the history limit are never
+/// counted again), and the newest finished Job becomes `lastRun` unless the
+/// recorded one is newer (a Job already cleaned up).
+pub fn observe_runs(st: &mut TriggerStatus, jobs: &[Job]) {
+    let watermark = st.counted.as_ref().map(counted_key);
+    let mut newest = watermark.clone();
+    for key in jobs.iter().map(job_key) {
+        if watermark.as_ref().is_none_or(|w| key > *w) {
+            st.runs = st.runs.saturating_add(1);
+        }
+        if newest.as_ref().is_none_or(|n| key > *n) {
+            newest = Some(key);
+        }
+    }
+    if newest != watermark
+        && let Some((created, job)) = newest
+    {
+        st.counted = Some(CountedRun {
+            job,
+            created_at: created.to_string(),
+        });
+    }
+    let last = jobs
+        .iter()
+        .filter_map(|j| run_of(j).map(|r| (job_key(j), r)))
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, r)| r);
+    if let Some(run) = last {
+        let parse = |s: &str| s.parse::<Timestamp>().ok();
+        let older = st.last_run.as_ref().is_some_and(|cur| {
+            cur.job != run.job && parse(&cur.started_at) > parse(&run.started_at)
+        });
+        if !older {
+            st.last_run = Some(run);
+        }
+    }
+}
+
+/// Lists the trigger's cron Jobs and records them in `st`. The fields are
+/// informational, so a failed list keeps the previous values (and is
+/// logged) rather than failing the reconcile.
+async fn record_runs(ctx: &Ctx, ns: &str, name: &str, st: &mut TriggerStatus) {
+    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &names::deploy_namespace(ns));
+    let selector = names::owner_selector(OwnerKind::Trigger, ns, name);
+    match jobs.list(&ListParams::default().labels(&selector)).await {
+        Ok(list) => observe_runs(st, &list.items),
+        Err(e) => {
+            tracing::warn!(trigger = %format!("{ns}/{name}"), error = %e, "cannot list cron Jobs")
+        }
+    }
+}
+
+/// `s` without the cron run fields.
+fn without_runs(s: &TriggerStatus) -> TriggerStatus {
+    TriggerStatus {
+        next_run_at: None,
+        last_run: None,
+        runs: 0,
+        counted: None,
+        ..s.clone()
+    }
+}
 
 fn changed(a: &TriggerStatus, b: &TriggerStatus) -> bool {
     let strip = |s: &TriggerStatus| {
@@ -139,9 +283,12 @@ async fn apply(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
             Api::<CronJob>::namespaced(ctx.client.clone(), &deploy_ns)
                 .patch(&child, &pp, &Patch::Apply(&cj))
                 .await?;
+            // A run that was going when the trigger was disabled still counts.
+            record_runs(&ctx, &ns, &name, &mut st).await;
         }
         st.phase = Some("Disabled".into());
         st.message = None;
+        st.next_run_at = None;
         set_condition(
             &mut st.conditions,
             "Ready",
@@ -171,6 +318,7 @@ async fn apply(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
         };
         st.phase = Some("Waiting".into());
         st.message = Some(why.clone());
+        st.next_run_at = None;
         set_condition(&mut st.conditions, "Ready", false, "FunctionNotReady", &why);
         patch_status(&api, &name, &old, &st).await?;
         return Ok(Action::requeue(REQUEUE_WAITING));
@@ -188,6 +336,7 @@ async fn apply(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
         let Some(schedule) = &t.spec.schedule else {
             st.phase = Some("Waiting".into());
             st.message = Some("a cron trigger needs a schedule".into());
+            st.next_run_at = None;
             patch_status(&api, &name, &old, &st).await?;
             return Ok(Action::await_change());
         };
@@ -202,6 +351,8 @@ async fn apply(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
         Api::<CronJob>::namespaced(ctx.client.clone(), &deploy_ns)
             .patch(&child, &pp, &Patch::Apply(&cj))
             .await?;
+        record_runs(&ctx, &ns, &name, &mut st).await;
+        st.next_run_at = next_run_at(schedule, Utc::now());
     }
     st.phase = Some("Active".into());
     st.message = None;
@@ -212,7 +363,9 @@ async fn apply(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
         "Active",
         "children applied",
     );
-    if changed(&old, &st) {
+    // Recorded runs and the next run time change by themselves: only a
+    // change of anything else (becoming Active) is an event.
+    if changed(&without_runs(&old), &without_runs(&st)) {
         ctx.event(
             t.as_ref(),
             EventType::Normal,
@@ -254,7 +407,7 @@ fn owner_ref<K: ResourceExt>(child: &K) -> Option<ObjectRef<Trigger>> {
 }
 
 /// Runs the Trigger controller until `shutdown` completes: watches Triggers
-/// and, by owner label, their Services, Ingresses and CronJobs.
+/// and, by owner label, their Services, Ingresses, CronJobs and cron Jobs.
 pub async fn run(ctx: Arc<Ctx>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
     let client = ctx.client.clone();
     let children = watcher::Config::default().labels(&names::kind_selector(OwnerKind::Trigger));
@@ -268,7 +421,10 @@ pub async fn run(ctx: Arc<Ctx>, shutdown: impl Future<Output = ()> + Send + Sync
     .watches(Api::<Ingress>::all(client.clone()), children.clone(), |i| {
         owner_ref(&i)
     })
-    .watches(Api::<CronJob>::all(client), children, |c| owner_ref(&c))
+    .watches(Api::<CronJob>::all(client.clone()), children.clone(), |c| {
+        owner_ref(&c)
+    })
+    .watches(Api::<Job>::all(client), children, |j| owner_ref(&j))
     .graceful_shutdown_on(shutdown)
     .with_config(kube::runtime::controller::Config::default().concurrency(4))
     .run(reconcile, error_policy, ctx)
@@ -278,4 +434,157 @@ pub async fn run(ctx: Arc<Ctx>, shutdown: impl Future<Output = ()> + Send + Sync
         }
     })
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    /// A cron Job created at `10:<min>:00`; `state` is `active`,
+    /// `succeeded` (done 2 s after start) or `failed` (3 s after start).
+    fn job(name: &str, min: u32, state: &str) -> Job {
+        let t = |sec: u32| format!("2026-12-02T10:{min:02}:{sec:02}Z");
+        let status = match state {
+            "active" => serde_json::json!({"active": 1, "startTime": t(1)}),
+            "succeeded" => serde_json::json!({
+                "succeeded": 1, "startTime": t(1), "completionTime": t(3),
+                "conditions": [{"type": "Complete", "status": "True", "lastTransitionTime": t(3)}]
+            }),
+            _ => serde_json::json!({
+                "failed": 1, "startTime": t(1),
+                "conditions": [{"type": "Failed", "status": "True", "lastTransitionTime": t(4),
+                                "reason": "BackoffLimitExceeded",
+                                "message": "Job has reached the specified backoff limit"}]
+            }),
+        };
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "creationTimestamp": t(0)},
+            "status": status,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn next_run_is_computed_in_utc_from_the_schedule() {
+        let now = at("2026-12-02T10:03:20Z");
+        assert_eq!(
+            next_run_at("*/5 * * * *", now).as_deref(),
+            Some("2026-12-02T10:05:00Z")
+        );
+        assert_eq!(
+            next_run_at("0 0 * * *", now).as_deref(),
+            Some("2026-12-03T00:00:00Z")
+        );
+        assert_eq!(
+            next_run_at("@hourly", now).as_deref(),
+            Some("2026-12-02T11:00:00Z")
+        );
+        // Exactly on a tick: the next one, not now.
+        assert_eq!(
+            next_run_at("*/5 * * * *", at("2026-12-02T10:05:00Z")).as_deref(),
+            Some("2026-12-02T10:10:00Z")
+        );
+        assert_eq!(next_run_at("not a schedule", now), None);
+    }
+
+    #[test]
+    fn runs_are_counted_once_and_the_newest_finished_job_is_the_last_run() {
+        let mut st = TriggerStatus::default();
+        let jobs = vec![
+            job("tr-web-1", 10, "active"),
+            job("tr-web-0", 0, "succeeded"),
+            job("tr-web-05", 5, "failed"),
+        ];
+        observe_runs(&mut st, &jobs);
+        assert_eq!(st.runs, 3, "a started run counts");
+        assert_eq!(
+            st.counted,
+            Some(CountedRun {
+                job: "tr-web-1".into(),
+                created_at: "2026-12-02T10:10:00Z".into()
+            })
+        );
+        let last = st.last_run.clone().unwrap();
+        assert_eq!(last.job, "tr-web-05", "the running Job is not finished");
+        assert!(!last.ok);
+        assert_eq!(last.started_at, "2026-12-02T10:05:01Z");
+        assert_eq!(
+            last.completed_at, "2026-12-02T10:05:04Z",
+            "a failed Job ends when its Failed condition was set"
+        );
+        assert!(
+            last.message
+                .as_deref()
+                .unwrap()
+                .contains("BackoffLimitExceeded"),
+            "{last:?}"
+        );
+
+        // Seen again (another reconcile): nothing is counted twice.
+        let before = st.clone();
+        observe_runs(&mut st, &jobs);
+        assert_eq!(st, before);
+
+        // The running Job succeeds and the oldest is cleaned up by its TTL.
+        let jobs = vec![
+            job("tr-web-05", 5, "failed"),
+            job("tr-web-1", 10, "succeeded"),
+        ];
+        observe_runs(&mut st, &jobs);
+        assert_eq!(st.runs, 3);
+        let last = st.last_run.clone().unwrap();
+        assert_eq!(last.job, "tr-web-1");
+        assert!(last.ok && last.message.is_none());
+        assert_eq!(last.completed_at, "2026-12-02T10:10:03Z");
+
+        // Every Job gone: the record stays.
+        observe_runs(&mut st, &[]);
+        assert_eq!(st.runs, 3);
+        assert_eq!(st.last_run.as_ref().unwrap().job, "tr-web-1");
+
+        // A new tick.
+        observe_runs(&mut st, &[job("tr-web-2", 15, "active")]);
+        assert_eq!(st.runs, 4);
+        assert_eq!(st.last_run.as_ref().unwrap().job, "tr-web-1");
+    }
+
+    #[test]
+    fn a_recorded_newer_run_is_not_replaced_by_an_older_job() {
+        let mut st = TriggerStatus {
+            last_run: Some(TriggerRunStatus {
+                job: "tr-web-9".into(),
+                started_at: "2026-12-02T11:00:01Z".into(),
+                completed_at: "2026-12-02T11:00:02Z".into(),
+                ok: true,
+                message: None,
+            }),
+            runs: 7,
+            counted: Some(CountedRun {
+                job: "tr-web-9".into(),
+                created_at: "2026-12-02T11:00:00Z".into(),
+            }),
+            ..Default::default()
+        };
+        observe_runs(&mut st, &[job("tr-web-0", 0, "failed")]);
+        assert_eq!(st.runs, 7, "older than the watermark: already counted");
+        assert_eq!(st.last_run.as_ref().unwrap().job, "tr-web-9");
+        assert_eq!(st.counted.as_ref().unwrap().job, "tr-web-9");
+    }
+
+    #[test]
+    fn run_fields_are_not_an_active_change() {
+        let a = TriggerStatus {
+            phase: Some("Active".into()),
+            ..Default::default()
+        };
+        let mut b = a.clone();
+        b.runs = 2;
+        b.next_run_at = Some("2026-12-02T10:05:00Z".into());
+        assert!(changed(&a, &b), "patched");
+        assert!(!changed(&without_runs(&a), &without_runs(&b)), "no event");
+    }
 }
