@@ -24,73 +24,38 @@ use std::time::{Duration, Instant};
 use support::{Client, Operator, status_json, zip_of};
 
 /// One operator under test, with whatever its backend needs kept alive.
-struct Target {
-    op: Operator,
-    _kube: Option<(FakeKube, moto::Moto, tempfile::TempDir)>,
+enum Target {
+    Local(Operator),
+    Kube(fake_kube::operator::KubeOperator),
 }
 
 impl Target {
     async fn local() -> Option<Target> {
-        Some(Target {
-            op: Operator::start(),
-            _kube: None,
-        })
+        Some(Target::Local(Operator::start()))
     }
 
     async fn kube() -> Option<Target> {
-        let bucket = "sless-contract";
-        let moto = moto::moto(bucket).await?;
-        let fake = FakeKube::new();
-        // What an installation has before the operator starts: its own
-        // namespace and the object-store credentials it copies to users.
-        fake.put(
-            "v1",
-            "namespaces",
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "sless-system"}}),
-        );
-        fake.put(
-            "v1",
-            "secrets",
-            json!({"apiVersion": "v1", "kind": "Secret",
-                   "metadata": {"name": "sless-object-store", "namespace": "sless-system"},
-                   "data": {"AWS_ACCESS_KEY_ID": "dGVzdGluZw==", "AWS_SECRET_ACCESS_KEY": "dGVzdGluZw=="}}),
-        );
-        let server = fake.serve().await;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let kubeconfig = FakeKube::kubeconfig(&server, dir.path());
-        let kubeconfig = kubeconfig.to_string_lossy().to_string();
-        let home = dir.path().to_string_lossy().to_string();
-        let op = Operator::start_with_env(
-            &[
-                "--backend",
-                "kube",
-                "--registry",
-                "registry.test/sless",
-                "--s3-endpoint",
-                &moto.endpoint,
-                "--s3-bucket",
-                bucket,
-                "--s3-access-key-id",
-                "testing",
-                "--s3-secret-access-key",
-                "testing",
-            ],
-            &[("KUBECONFIG", &kubeconfig), ("HOME", &home)],
-        );
-        Some(Target {
-            op,
-            _kube: Some((fake, moto, dir)),
-        })
+        fake_kube::operator::start().await.map(Target::Kube)
+    }
+
+    fn op(&self) -> &Operator {
+        match self {
+            Target::Local(op) => op,
+            Target::Kube(k) => &k.op,
+        }
     }
 
     /// The fake API server of a kube target.
     fn fake(&self) -> &FakeKube {
-        &self._kube.as_ref().expect("a kube target").0
+        match self {
+            Target::Kube(k) => &k.fake,
+            Target::Local(_) => panic!("not a kube target"),
+        }
     }
 
     /// An API client for `sub`, its namespace ensured.
     async fn user(&self, sub: &str) -> Client {
-        let c = self.op.client(sub);
+        let c = self.op().client(sub);
         c.ensure().await;
         c
     }
@@ -115,7 +80,7 @@ macro_rules! contract {
                 async fn $scenario() {
                     if let Some(t) = super::Target::kube().await {
                         super::$scenario(&t).await;
-                        let log = t.op.log();
+                        let log = t.op().log();
                         assert!(!log.contains("panicked"), "operator panicked:\n{log}");
                         // It really was the kube backend answering.
                         let seen = t.fake().requests();
@@ -202,7 +167,7 @@ fn assert_400(what: &str, (code, body): (u16, Value), field: &str) {
 }
 
 async fn namespaces_are_idempotent_and_start_empty(t: &Target) {
-    let c = t.op.client("contract-ns@example.com");
+    let c = t.op().client("contract-ns@example.com");
     let (code, first) = call(
         &c,
         Method::POST,
@@ -502,7 +467,7 @@ async fn missing_objects_are_404(t: &Target) {
     assert_eq!(code, 404, "invoke: {body}");
 
     // A namespace never ensured is made on first use.
-    let fresh = t.op.client("never-ensured@example.com");
+    let fresh = t.op().client("never-ensured@example.com");
     let (code, body) = fresh
         .create(json!({"name": "f", "runtime": "python3.11", "entrypoint": "m.h"}))
         .await;

@@ -20,6 +20,8 @@
 
 #![allow(dead_code)]
 
+pub mod operator;
+
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -786,6 +788,19 @@ impl FakeKube {
                 Ok(p) => p,
                 Err(e) => return failure(400, "BadRequest", format!("bad JSON patch: {e}")),
             };
+            // The API server's JSON patch treats a missing path as null in a
+            // `test` (kube-runtime's finalizer helper relies on it).
+            let ops = json_patch::Patch(
+                ops.0
+                    .into_iter()
+                    .filter(|op| match op {
+                        json_patch::PatchOperation::Test(t) => {
+                            !(t.value.is_null() && patched.pointer(t.path.as_str()).is_none())
+                        }
+                        _ => true,
+                    })
+                    .collect(),
+            );
             if let Err(e) = json_patch::patch(&mut patched, &ops) {
                 return failure(422, "Invalid", format!("JSON patch failed: {e}"));
             }
@@ -814,6 +829,36 @@ impl FakeKube {
             409,
             "Conflict",
             format!("{} {name:?} changed during the patch; try again", t.plural),
+        )
+    }
+
+    /// `deletecollection`: deletes every object the selectors match.
+    fn delete_collection(&self, t: &Target, q: Query) -> Response {
+        let names: Vec<String> = {
+            let s = self.lock();
+            s.objects
+                .iter()
+                .filter(|(k, o)| {
+                    k.api == t.api
+                        && k.plural == t.plural
+                        && t.namespace.as_ref().is_none_or(|n| &k.namespace == n)
+                        && labels_match(&q.label_selector, o)
+                        && fields_match(&q.field_selector, o)
+                })
+                .map(|(k, _)| k.name.clone())
+                .collect()
+        };
+        let mut items = Vec::new();
+        for name in names {
+            let r = self.delete(t, &name);
+            if r.status() == StatusCode::OK {
+                items.push(json!({"metadata": {"name": name}}));
+            }
+        }
+        json_response(
+            200,
+            &json!({"apiVersion": t.api, "kind": format!("{}List", kind_of(&t.plural)),
+                    "metadata": {}, "items": items}),
         )
     }
 
@@ -885,6 +930,7 @@ async fn handle(
             Err(e) => failure(400, "BadRequest", e),
         },
         (Method::DELETE, Some(name)) => fake.delete(&t, &name),
+        (Method::DELETE, None) => fake.delete_collection(&t, parse_query(&uri)),
         (m, _) => failure(405, "MethodNotAllowed", format!("{m} {}", uri.path())),
     }
 }
