@@ -282,6 +282,36 @@ fn parse_query(uri: &Uri) -> Query {
     q
 }
 
+/// Which objects a list, watch or deletecollection is about.
+#[derive(Clone)]
+struct Selection {
+    api: String,
+    plural: String,
+    namespace: Option<String>,
+    labels: String,
+    fields: String,
+}
+
+impl Selection {
+    fn new(t: &Target, q: &Query) -> Selection {
+        Selection {
+            api: t.api.clone(),
+            plural: t.plural.clone(),
+            namespace: t.namespace.clone(),
+            labels: q.label_selector.clone(),
+            fields: q.field_selector.clone(),
+        }
+    }
+
+    fn matches(&self, k: &Key, o: &Value) -> bool {
+        k.api == self.api
+            && k.plural == self.plural
+            && self.namespace.as_ref().is_none_or(|n| &k.namespace == n)
+            && labels_match(&self.labels, o)
+            && fields_match(&self.fields, o)
+    }
+}
+
 impl Default for FakeKube {
     fn default() -> Self {
         Self::new()
@@ -578,13 +608,8 @@ impl FakeKube {
     }
 
     fn list_or_watch(&self, t: &Target, q: Query) -> Response {
-        let matches = |k: &Key, o: &Value| {
-            k.api == t.api
-                && k.plural == t.plural
-                && t.namespace.as_ref().is_none_or(|n| &k.namespace == n)
-                && labels_match(&q.label_selector, o)
-                && fields_match(&q.field_selector, o)
-        };
+        let selection = Selection::new(t, &q);
+        let matches = |k: &Key, o: &Value| selection.matches(k, o);
         let s = self.lock();
         if !q.watch {
             let items: Vec<Value> = s
@@ -629,9 +654,6 @@ impl FakeKube {
         let last = s.rv;
         drop(s);
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(256);
-        let filter_api = t.api.clone();
-        let filter_plural = t.plural.clone();
-        let filter_ns = t.namespace.clone();
         let timeout = q.timeout.min(Duration::from_secs(60));
         tokio::spawn(async move {
             let line = |kind: &str, obj: &Value| {
@@ -652,13 +674,7 @@ impl FakeKube {
                     _ = &mut deadline => return,
                     ev = live.recv() => match ev {
                         Ok(ev) => {
-                            let k = &ev.key;
-                            let wanted = ev.rv > last
-                                && k.api == filter_api
-                                && k.plural == filter_plural
-                                && filter_ns.as_ref().is_none_or(|n| &k.namespace == n)
-                                && labels_match(&q.label_selector, &ev.object)
-                                && fields_match(&q.field_selector, &ev.object);
+                            let wanted = ev.rv > last && selection.matches(&ev.key, &ev.object);
                             if wanted && tx.send(Ok(line(ev.kind, &ev.object))).await.is_err() {
                                 return;
                             }
@@ -768,8 +784,11 @@ impl FakeKube {
     fn patch(&self, t: &Target, name: &str, content_type: &str, body: Value) -> Response {
         let ns = t.namespace.clone().unwrap_or_default();
         let key = Key::new(&t.api, &t.plural, &ns, name);
-        let old = self.lock().objects.get(&key).cloned();
-        let Some(old) = old else {
+        // One lock for read-modify-write: patches never conflict, as on the
+        // real server (they carry no resourceVersion precondition).
+        let mut s = self.lock();
+        let Some(old) = s.objects.get(&key).cloned() else {
+            drop(s);
             if content_type.starts_with("application/apply-patch") && t.sub.is_none() {
                 return match self.create(t, body, Some(name)) {
                     r if r.status() == StatusCode::CREATED => {
@@ -809,42 +828,19 @@ impl FakeKube {
                 || content_type.starts_with("application/strategic-merge-patch");
             merge(&mut patched, &body, delete_nulls);
         }
-        let mut s = self.lock();
-        // Another writer may have come between the read and this lock.
-        let current = match s.objects.get(&key) {
-            Some(c) if c == &old => c.clone(),
-            Some(_) => {
-                drop(s);
-                return self.patch_retry(t, name, content_type);
-            }
-            None => return not_found(t, name),
-        };
-        let new = self.overlay(&current, patched, t.sub.as_deref());
-        let stored = self.write(&mut s, &key, Some(&current), new);
+        let new = self.overlay(&old, patched, t.sub.as_deref());
+        let stored = self.write(&mut s, &key, Some(&old), new);
         json_response(200, &stored)
-    }
-
-    fn patch_retry(&self, t: &Target, name: &str, _content_type: &str) -> Response {
-        failure(
-            409,
-            "Conflict",
-            format!("{} {name:?} changed during the patch; try again", t.plural),
-        )
     }
 
     /// `deletecollection`: deletes every object the selectors match.
     fn delete_collection(&self, t: &Target, q: Query) -> Response {
+        let selection = Selection::new(t, &q);
         let names: Vec<String> = {
             let s = self.lock();
             s.objects
                 .iter()
-                .filter(|(k, o)| {
-                    k.api == t.api
-                        && k.plural == t.plural
-                        && t.namespace.as_ref().is_none_or(|n| &k.namespace == n)
-                        && labels_match(&q.label_selector, o)
-                        && fields_match(&q.field_selector, o)
-                })
+                .filter(|(k, o)| selection.matches(k, o))
                 .map(|(k, _)| k.name.clone())
                 .collect()
         };
