@@ -222,3 +222,76 @@ async fn sigterm_lets_inflight_invocations_finish_and_exits_zero() {
             .is_err()
     );
 }
+
+/// Invocation bodies are bounded (16 MiB): a declared or streamed larger body
+/// is a 413 JSON error that never reaches the function, a body at the limit
+/// goes through whole, and the operator keeps serving.
+#[tokio::test]
+async fn invoke_bodies_over_the_limit_are_413() {
+    use sless_wire::limits::INVOKE_BODY_MAX_BYTES as LIMIT;
+    let op = Operator::start();
+    let c = op.client("proxy-limit-user");
+    c.ensure().await;
+    let (code, body) = c
+        .create(json!({"name": "echo", "runtime": "python3.11", "entrypoint": "main.handler"}))
+        .await;
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = c.upload("echo", zip_of(&[("main.py", ECHO)])).await;
+    assert_eq!(code, 202, "{body}");
+    c.wait_phase("echo", Phase::Ready, Duration::from_secs(60))
+        .await;
+    let invoke = paths::function_invoke(&c.namespace, "echo");
+
+    let at_limit = "a".repeat(LIMIT);
+    let r = c
+        .req(reqwest::Method::POST, &invoke)
+        .header("content-type", "text/plain")
+        .body(at_limit)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let seen: Value = r.json().await.unwrap();
+    assert_eq!(seen["text_len"], LIMIT, "the whole body arrived");
+
+    // Declared too large (Content-Length).
+    let r = c
+        .req(reqwest::Method::POST, &invoke)
+        .header("content-type", "text/plain")
+        .body("b".repeat(LIMIT + 1))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 413);
+    let err: Value = r.json().await.unwrap();
+    assert_eq!(err["error"]["code"], "payload_too_large", "{err}");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("request body")),
+        "{err}"
+    );
+
+    // Streamed without a length (chunked) past the limit.
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = (0..=LIMIT / (1024 * 1024))
+        .map(|_| Ok(vec![b'c'; 1024 * 1024]))
+        .collect();
+    let r = c
+        .req(reqwest::Method::POST, &invoke)
+        .header("content-type", "text/plain")
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+            chunks,
+        )))
+        .send()
+        .await;
+    match r {
+        Ok(r) => assert_eq!(r.status().as_u16(), 413),
+        // The operator may answer and close before the client finished
+        // sending; then the client only sees the connection end.
+        Err(e) => assert!(e.is_request() || e.is_body(), "{e}"),
+    }
+
+    // Still serving.
+    let (code, body) = c.invoke("echo", &json!({"after": true})).await;
+    assert_eq!(code, 200, "{body}");
+}

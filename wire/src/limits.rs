@@ -36,5 +36,9 @@ pub const CODE_UNPACKED_MAX_BYTES: u64 = 512 * 1024 * 1024;
 /// Most entries in one code zip (zip-bomb guard).
 pub const CODE_ZIP_MAX_ENTRIES: usize = 20_000;
 
+/// Largest request body of a function invocation (the invoke URL and http
+/// triggers), in bytes; larger bodies get 413. Services stream without a limit.
+pub const INVOKE_BODY_MAX_BYTES: usize = 16 * 1024 * 1024;
+
 /// Largest request body accepted by JSON endpoints, in bytes.
 pub const JSON_BODY_MAX_BYTES: usize = 1024 * 1024;

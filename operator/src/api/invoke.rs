@@ -4,10 +4,8 @@
 use super::AppState;
 use super::error::ApiFailure;
 use super::extract::{Caller, FnName};
-use super::proxy::{ProxyRequest, forward};
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
-use std::net::SocketAddr;
 
 /// Proxies the request to the function: method, path after `/invoke`, query,
 /// headers (minus hop-by-hop and `Authorization`) and body, all streamed.
@@ -25,6 +23,7 @@ use std::net::SocketAddr;
         (status = 401, description = "Missing or invalid token", body = sless_wire::ErrorBody),
         (status = 403, description = "The token is for another namespace", body = sless_wire::ErrorBody),
         (status = 404, description = "No such function", body = sless_wire::ErrorBody),
+        (status = 413, description = "The body is over the invoke limit (16 MiB)", body = sless_wire::ErrorBody),
         (status = 502, description = "The function's process failed (upstream_failed)", body = sless_wire::ErrorBody),
         (status = 503, description = "The function is not ready (building, restarting)", body = sless_wire::ErrorBody),
         (status = 504, description = "The function exceeded its timeout (upstream_timeout)", body = sless_wire::ErrorBody),
@@ -42,36 +41,8 @@ pub async fn invoke(
         Err(e) => return ApiFailure::from(e).into_response(),
     };
     let prefix = sless_wire::paths::function_invoke(&caller.namespace, &name);
-    let suffix = req
-        .uri()
-        .path()
-        .strip_prefix(prefix.as_str())
-        .unwrap_or("")
-        .to_string();
-    let path = if suffix.starts_with('/') {
-        suffix
-    } else {
-        format!("/{suffix}")
-    };
-    let client_addr = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0);
-    let query = req.uri().query().map(str::to_string);
-    let (parts, body) = req.into_parts();
-    forward(
-        &state.proxy,
-        &target,
-        ProxyRequest {
-            method: parts.method,
-            path,
-            query,
-            headers: parts.headers,
-            body,
-            client_addr,
-        },
-    )
-    .await
+    let limit = Some(sless_wire::limits::INVOKE_BODY_MAX_BYTES);
+    super::public::forward_under(&state, &target, &prefix, req, limit).await
 }
 
 /// The same endpoint with a path after `/invoke` (documented separately so the

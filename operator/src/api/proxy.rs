@@ -17,8 +17,11 @@ use axum::body::Body;
 use axum::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
+use futures_util::{Stream, StreamExt};
 use sless_wire::ErrorCode;
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// The request id header added when a caller sends none.
@@ -53,6 +56,8 @@ pub struct ProxyRequest {
     pub body: Body,
     /// The caller's address, for `X-Forwarded-For`.
     pub client_addr: Option<SocketAddr>,
+    /// Largest body forwarded (413 past it); `None` streams any size.
+    pub body_limit: Option<usize>,
 }
 
 /// Builds the shared HTTP client of the proxy: one connection pool for all
@@ -155,17 +160,37 @@ pub async fn forward(
         url.push('?');
         url.push_str(q);
     }
+    const WHAT: &str = "the request body";
+    if let Some(limit) = req.body_limit
+        && super::extract::content_length(&req.headers).is_some_and(|n| n > limit as u64)
+    {
+        // Declared too large: read (a bounded amount of) it so the client
+        // sees the 413 rather than a reset, and forward nothing.
+        let _ = super::extract::read_limited(req.body, limit, WHAT, |_| {}).await;
+        return ApiFailure::too_large(WHAT, limit).into_response();
+    }
     let (headers, request_id) = upstream_headers(req.headers, req.client_addr);
     let empty = axum::body::HttpBody::size_hint(&req.body).exact() == Some(0);
+    let over_limit = Arc::new(AtomicBool::new(false));
     let mut builder = client
         .request(req.method.clone(), &url)
         .headers(headers)
         .timeout(target.timeout);
     if !empty {
-        builder = builder.body(reqwest::Body::wrap_stream(req.body.into_data_stream()));
+        builder = builder.body(reqwest::Body::wrap_stream(limited(
+            req.body,
+            req.body_limit,
+            over_limit.clone(),
+        )));
     }
     let resp = match builder.send().await {
         Ok(r) => r,
+        Err(_) if over_limit.load(Ordering::Relaxed) => {
+            // A streamed (chunked) body went past the limit: the upstream
+            // request was cut off there.
+            let limit = req.body_limit.unwrap_or_default();
+            return ApiFailure::too_large(WHAT, limit).into_response();
+        }
         Err(e) => {
             let failure = upstream_failure(&e, target);
             tracing::warn!(
@@ -199,6 +224,27 @@ pub async fn forward(
     *response.status_mut() = status;
     *response.headers_mut() = out_headers;
     response
+}
+
+/// The body as a stream that fails (setting `over`) once more than `limit`
+/// bytes have passed.
+fn limited(
+    body: Body,
+    limit: Option<usize>,
+    over: Arc<AtomicBool>,
+) -> impl Stream<Item = Result<bytes::Bytes, axum::Error>> + Send + 'static {
+    let mut seen = 0usize;
+    body.into_data_stream().map(move |chunk| {
+        let chunk = chunk?;
+        seen = seen.saturating_add(chunk.len());
+        if limit.is_some_and(|l| seen > l) {
+            over.store(true, Ordering::Relaxed);
+            return Err(axum::Error::new(std::io::Error::other(
+                "the request body is over the limit",
+            )));
+        }
+        Ok(chunk)
+    })
 }
 
 /// The answer for a failed upstream request.
@@ -332,6 +378,7 @@ mod tests {
             query: None,
             headers: HeaderMap::new(),
             body: Body::empty(),
+            body_limit: None,
             client_addr: None,
         };
         let r = forward(&client, &target, req()).await;

@@ -17,12 +17,13 @@ use std::net::SocketAddr;
 
 /// Proxies `req` to `target`, passing the part of the path after `prefix`
 /// (`/` when none), the query, headers (minus hop-by-hop and `Authorization`)
-/// and the streamed body.
+/// and the streamed body (413 past `body_limit`).
 pub async fn forward_under(
     state: &AppState,
     target: &InvokeTarget,
     prefix: &str,
     req: Request,
+    body_limit: Option<usize>,
 ) -> Response {
     let suffix = req.uri().path().strip_prefix(prefix).unwrap_or("");
     let path = if suffix.starts_with('/') {
@@ -46,6 +47,7 @@ pub async fn forward_under(
             headers: parts.headers,
             body,
             client_addr,
+            body_limit,
         },
     )
     .await
@@ -125,7 +127,8 @@ pub async fn trigger(
         Err(e) => return ApiFailure::from(e).into_response(),
     };
     let prefix = sless_wire::paths::trigger_public(&ns, &name);
-    forward_under(&state, &target, &prefix, req).await
+    let limit = Some(sless_wire::limits::INVOKE_BODY_MAX_BYTES);
+    forward_under(&state, &target, &prefix, req, limit).await
 }
 
 /// The same URL with a path after the trigger's name (documented separately

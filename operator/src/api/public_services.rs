@@ -54,7 +54,8 @@ pub async fn service(
         Err(e) => return ApiFailure::from(e).into_response(),
     };
     let prefix = sless_wire::paths::service_public(&ns, &name);
-    super::public::forward_under(&state, &target, &prefix, req).await
+    // A service is the user's own HTTP server: bodies stream through unbounded.
+    super::public::forward_under(&state, &target, &prefix, req, None).await
 }
 
 /// The same URL with a path after the service's name (documented separately

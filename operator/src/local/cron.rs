@@ -216,6 +216,8 @@ async fn run_once(
             headers,
             body,
             client_addr: None,
+            // The payload is the trigger's own, already bounded by validation.
+            body_limit: None,
         },
     )
     .await;
