@@ -4,8 +4,9 @@
 //! - **local** HS256 tokens signed with a random secret the operator keeps in
 //!   `<data-dir>/jwt-hs256.key` (embedded mode; `sless-operator token` mints
 //!   them). Accepted when no JWKS is configured, or with `--allow-local-tokens`.
-//! - **JWKS** tokens (RS256, ES256) signed by an identity provider whose public
-//!   keys come from a JWKS file or URL, selected by `kid`. `iss` and `aud` are
+//! - **JWKS** tokens (RS256, ES256, EdDSA with Ed25519) signed by an identity
+//!   provider whose public keys come from a JWKS file or URL, selected by `kid`
+//!   (a JWKS *file* is also how to trust a local Ed25519 key). `iss` and `aud` are
 //!   checked when configured.
 //!
 //! Every token needs a valid signature, an unexpired `exp` and a non-empty
@@ -85,15 +86,17 @@ pub enum AuthError {
     /// `alg: none`.
     #[error("unsigned tokens (alg none) are not accepted")]
     Unsigned,
-    /// An algorithm other than HS256, RS256, ES256.
-    #[error("token algorithm {0} is not accepted: use HS256 (local tokens), RS256 or ES256 (JWKS)")]
+    /// An algorithm other than HS256, RS256, ES256, EdDSA.
+    #[error(
+        "token algorithm {0} is not accepted: use HS256 (local tokens), RS256, ES256 or EdDSA (JWKS)"
+    )]
     UnsupportedAlg(String),
     /// An HS256 token while local tokens are off.
     #[error(
         "local HS256 tokens are not accepted because a JWKS is configured (start the operator with --allow-local-tokens to accept them)"
     )]
     LocalTokensDisabled,
-    /// An RS256/ES256 token while no JWKS is configured.
+    /// An RS256/ES256/EdDSA token while no JWKS is configured.
     #[error("{0} tokens need a JWKS: start the operator with --jwks-file or --jwks-url")]
     NoJwks(String),
     /// The token's `kid` is not in the JWKS.
@@ -366,10 +369,13 @@ impl Jwks {
 /// Whether a JWK can verify tokens of `alg`.
 fn key_fits(jwk: &Jwk, alg: Algorithm) -> bool {
     use jsonwebtoken::jwk::AlgorithmParameters as P;
-    let family_ok = matches!(
-        (&jwk.algorithm, alg),
-        (P::RSA(_), Algorithm::RS256) | (P::EllipticCurve(_), Algorithm::ES256)
-    );
+    use jsonwebtoken::jwk::EllipticCurve as C;
+    let family_ok = match (&jwk.algorithm, alg) {
+        (P::RSA(_), Algorithm::RS256) => true,
+        (P::EllipticCurve(ec), Algorithm::ES256) => ec.curve == C::P256,
+        (P::OctetKeyPair(okp), Algorithm::EdDSA) => okp.curve == C::Ed25519,
+        _ => false,
+    };
     let alg_ok = jwk
         .common
         .key_algorithm
@@ -487,7 +493,7 @@ impl Verifier {
         validation.validate_aud = false;
         let key = match header.alg {
             Algorithm::HS256 => self.local.clone().ok_or(AuthError::LocalTokensDisabled)?,
-            Algorithm::RS256 | Algorithm::ES256 => {
+            Algorithm::RS256 | Algorithm::ES256 | Algorithm::EdDSA => {
                 let jwks = self
                     .jwks
                     .as_ref()
@@ -552,7 +558,7 @@ fn peek_alg(token: &str) -> Result<String, AuthError> {
         return Err(AuthError::Unsigned);
     }
     match alg {
-        "HS256" | "RS256" | "ES256" => Ok(alg.to_string()),
+        "HS256" | "RS256" | "ES256" | "EdDSA" => Ok(alg.to_string()),
         other => Err(AuthError::UnsupportedAlg(other.chars().take(32).collect())),
     }
 }

@@ -87,7 +87,7 @@ pub struct ServeArgs {
 /// Token verification options of `serve`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct AuthArgs {
-    /// A JWKS file with the RS256/ES256 keys tokens are signed with.
+    /// A JWKS file with the RS256/ES256/EdDSA (Ed25519) keys tokens are signed with.
     #[arg(long, env = "SLESS_JWKS_FILE", conflicts_with = "jwks_url")]
     pub jwks_file: Option<PathBuf>,
 

@@ -634,3 +634,79 @@ async fn jwks_url_with_rotation_and_es256() {
         "signature",
     );
 }
+
+/// An Ed25519 key pair made by openssl: the private key PEM and the JWK `x`.
+fn openssl_ed25519(dir: &Path, name: &str) -> (Vec<u8>, String) {
+    let path = dir.join(format!("{name}.pem"));
+    let out = Command::new("openssl")
+        .args(["genpkey", "-algorithm", "ed25519", "-out"])
+        .arg(&path)
+        .output()
+        .expect("openssl must be installed to run this test");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new("openssl")
+        .args(["pkey", "-pubout", "-outform", "DER", "-in"])
+        .arg(&path)
+        .output()
+        .expect("openssl pkey");
+    assert!(out.status.success());
+    // The DER SubjectPublicKeyInfo of Ed25519 ends with the 32-byte key.
+    let der = out.stdout;
+    let x = URL_SAFE_NO_PAD.encode(&der[der.len() - 32..]);
+    (std::fs::read(&path).unwrap(), x)
+}
+
+fn eddsa(pem: &[u8], kid: &str, claims: &Value) -> String {
+    let mut header = Header::new(Algorithm::EdDSA);
+    header.kid = Some(kid.to_string());
+    jsonwebtoken::encode(
+        &header,
+        claims,
+        &EncodingKey::from_ed_pem(pem).expect("ed25519 pem"),
+    )
+    .unwrap()
+}
+
+/// EdDSA (Ed25519) tokens against a JWKS file holding an OKP key: the
+/// IdP's key is accepted and names the namespace, another Ed25519 key with
+/// the same `kid` is refused, and the key cannot be used for another
+/// algorithm.
+#[tokio::test]
+async fn jwks_file_with_an_ed25519_key() {
+    let keys = tempfile::tempdir().unwrap();
+    let (idp_pem, idp_x) = openssl_ed25519(keys.path(), "idp");
+    let (other_pem, _) = openssl_ed25519(keys.path(), "other");
+    let jwks = json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "kid": "ed-1", "x": idp_x}]});
+    let jwks_path = keys.path().join("jwks.json");
+    std::fs::write(&jwks_path, jwks.to_string()).unwrap();
+    let op = Operator::start_with(&["--jwks-file", jwks_path.to_str().unwrap()]);
+    let ns = namespace_for_sub("frank");
+    let claims = json!({"sub": "frank", "exp": now() + 600});
+    let bearer = |t: String| format!("Bearer {t}");
+
+    let good = eddsa(&idp_pem, "ed-1", &claims);
+    let (code, body) = list(&op, &ns, Some(&bearer(good.clone()))).await;
+    assert_eq!(code, 200, "{body}\n{}", op.log());
+    let (code, _) = list(&op, &namespace_for_sub("alice"), Some(&bearer(good))).await;
+    assert_eq!(code, 403, "another namespace");
+
+    assert_401(
+        "signed by another Ed25519 key",
+        list(&op, &ns, Some(&bearer(eddsa(&other_pem, "ed-1", &claims)))).await,
+        "signature",
+    );
+    let expired = json!({"sub": "frank", "exp": now() - 3600});
+    assert_401(
+        "expired",
+        list(&op, &ns, Some(&bearer(eddsa(&idp_pem, "ed-1", &expired)))).await,
+        "expired",
+    );
+    // An ES256 token naming the Ed25519 key's kid: the key does not fit.
+    let ec = openssl_ec(keys.path(), "ec");
+    let (code, body) = list(&op, &ns, Some(&bearer(es256(&ec, "ed-1", &claims)))).await;
+    assert_eq!(code, 401, "{body}");
+}
