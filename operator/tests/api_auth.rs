@@ -181,6 +181,31 @@ async fn local_token_matrix() {
     assert_eq!(r.status().as_u16(), 200);
 }
 
+/// Generates a private key with `openssl genpkey <args>` into `dir/name.pem`;
+/// returns the PEM and the public key as DER SubjectPublicKeyInfo.
+fn openssl_genpkey(dir: &Path, name: &str, args: &[&str]) -> (Vec<u8>, Vec<u8>) {
+    let path = dir.join(format!("{name}.pem"));
+    let out = Command::new("openssl")
+        .arg("genpkey")
+        .args(args)
+        .arg("-out")
+        .arg(&path)
+        .output()
+        .expect("openssl must be installed to run this test");
+    assert!(
+        out.status.success(),
+        "openssl genpkey: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new("openssl")
+        .args(["pkey", "-pubout", "-outform", "DER", "-in"])
+        .arg(&path)
+        .output()
+        .expect("openssl pkey");
+    assert!(out.status.success());
+    (std::fs::read(&path).unwrap(), out.stdout)
+}
+
 /// An RSA key pair made by openssl: the private key PEM and the JWK of the
 /// public key.
 struct RsaKey {
@@ -191,22 +216,10 @@ struct RsaKey {
 
 fn openssl_rsa(dir: &Path, name: &str) -> RsaKey {
     let path = dir.join(format!("{name}.pem"));
-    let out = Command::new("openssl")
-        .args([
-            "genpkey",
-            "-algorithm",
-            "RSA",
-            "-pkeyopt",
-            "rsa_keygen_bits:2048",
-            "-out",
-        ])
-        .arg(&path)
-        .output()
-        .expect("openssl must be installed to run this test");
-    assert!(
-        out.status.success(),
-        "openssl genpkey: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let (pem, _) = openssl_genpkey(
+        dir,
+        name,
+        &["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"],
     );
     let out = Command::new("openssl")
         .args(["rsa", "-noout", "-modulus", "-in"])
@@ -240,7 +253,7 @@ fn openssl_rsa(dir: &Path, name: &str) -> RsaKey {
         .skip_while(|b| *b == 0)
         .collect();
     RsaKey {
-        pem: std::fs::read(&path).unwrap(),
+        pem,
         n: URL_SAFE_NO_PAD.encode(n),
         e: URL_SAFE_NO_PAD.encode(e_bytes),
     }
@@ -486,36 +499,16 @@ struct EcKey {
 }
 
 fn openssl_ec(dir: &Path, name: &str) -> EcKey {
-    let path = dir.join(format!("{name}.pem"));
-    let out = Command::new("openssl")
-        .args([
-            "genpkey",
-            "-algorithm",
-            "EC",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-out",
-        ])
-        .arg(&path)
-        .output()
-        .expect("openssl must be installed to run this test");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (pem, der) = openssl_genpkey(
+        dir,
+        name,
+        &["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
     );
-    let out = Command::new("openssl")
-        .args(["pkey", "-pubout", "-outform", "DER", "-in"])
-        .arg(&path)
-        .output()
-        .expect("openssl pkey");
-    assert!(out.status.success());
     // The DER SubjectPublicKeyInfo ends with the uncompressed point 04 || x || y.
-    let der = out.stdout;
     let point = &der[der.len() - 65..];
     assert_eq!(point[0], 4, "uncompressed point");
     EcKey {
-        pem: std::fs::read(&path).unwrap(),
+        pem,
         x: URL_SAFE_NO_PAD.encode(&point[1..33]),
         y: URL_SAFE_NO_PAD.encode(&point[33..]),
     }
@@ -637,27 +630,9 @@ async fn jwks_url_with_rotation_and_es256() {
 
 /// An Ed25519 key pair made by openssl: the private key PEM and the JWK `x`.
 fn openssl_ed25519(dir: &Path, name: &str) -> (Vec<u8>, String) {
-    let path = dir.join(format!("{name}.pem"));
-    let out = Command::new("openssl")
-        .args(["genpkey", "-algorithm", "ed25519", "-out"])
-        .arg(&path)
-        .output()
-        .expect("openssl must be installed to run this test");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = Command::new("openssl")
-        .args(["pkey", "-pubout", "-outform", "DER", "-in"])
-        .arg(&path)
-        .output()
-        .expect("openssl pkey");
-    assert!(out.status.success());
+    let (pem, der) = openssl_genpkey(dir, name, &["-algorithm", "ed25519"]);
     // The DER SubjectPublicKeyInfo of Ed25519 ends with the 32-byte key.
-    let der = out.stdout;
-    let x = URL_SAFE_NO_PAD.encode(&der[der.len() - 32..]);
-    (std::fs::read(&path).unwrap(), x)
+    (pem, URL_SAFE_NO_PAD.encode(&der[der.len() - 32..]))
 }
 
 fn eddsa(pem: &[u8], kid: &str, claims: &Value) -> String {

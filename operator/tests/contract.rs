@@ -107,34 +107,11 @@ contract!(
     services_create_read_update_delete,
 );
 
-/// Sends `method path` with an optional JSON body.
-async fn call(c: &Client, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-    let mut r = c.req(method, path);
-    if let Some(b) = body {
-        r = r.json(&b);
-    }
-    status_json(r.send().await.expect("request")).await
-}
-
-/// PUTs a zip with its sha256 to a code path.
-async fn put_code(c: &Client, path: &str, zip: Vec<u8>) -> (u16, Value) {
-    let sha = hex::encode(sha2::Sha256::digest(&zip));
-    let r = c
-        .req(Method::PUT, path)
-        .query(&[("sha256", sha)])
-        .header("content-type", "application/zip")
-        .body(zip)
-        .send()
-        .await
-        .expect("upload");
-    status_json(r).await
-}
-
 /// Polls `GET path` until it answers 404 (a delete has finished).
 async fn wait_gone(c: &Client, path: &str) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let (code, body) = call(c, Method::GET, path, None).await;
+        let (code, body) = c.call(Method::GET, path, None).await;
         if code == 404 {
             assert_eq!(body["error"]["code"], "not_found", "{body}");
             return;
@@ -168,23 +145,15 @@ fn assert_400(what: &str, (code, body): (u16, Value), field: &str) {
 
 async fn namespaces_are_idempotent_and_start_empty(t: &Target) {
     let c = t.op().client("contract-ns@example.com");
-    let (code, first) = call(
-        &c,
-        Method::POST,
-        &paths::ensure_namespace(&c.namespace),
-        None,
-    )
-    .await;
+    let (code, first) = c
+        .call(Method::POST, &paths::ensure_namespace(&c.namespace), None)
+        .await;
     assert_eq!(code, 200, "{first}");
     assert_eq!(first["namespace"], c.namespace);
     assert_eq!(first["created"], true, "{first}");
-    let (code, again) = call(
-        &c,
-        Method::POST,
-        &paths::ensure_namespace(&c.namespace),
-        None,
-    )
-    .await;
+    let (code, again) = c
+        .call(Method::POST, &paths::ensure_namespace(&c.namespace), None)
+        .await;
     assert_eq!(code, 200, "{again}");
     assert_eq!(again["created"], false, "{again}");
     for list in [
@@ -193,7 +162,7 @@ async fn namespaces_are_idempotent_and_start_empty(t: &Target) {
         paths::jobs(&c.namespace),
         paths::services(&c.namespace),
     ] {
-        let (code, body) = call(&c, Method::GET, &list, None).await;
+        let (code, body) = c.call(Method::GET, &list, None).await;
         assert_eq!(code, 200, "{list}: {body}");
         assert_eq!(body, json!({"items": []}), "{list}");
     }
@@ -235,13 +204,13 @@ async fn functions_create_read_update_delete(t: &Target) {
     assert_eq!(got["spec"], created["spec"]);
 
     let path = paths::function(&c.namespace, "hello");
-    let (code, updated) = call(
-        &c,
-        Method::PATCH,
-        &path,
-        Some(json!({"memory_mb": 256, "env_vars": {"A": "9"}})),
-    )
-    .await;
+    let (code, updated) = c
+        .call(
+            Method::PATCH,
+            &path,
+            Some(json!({"memory_mb": 256, "env_vars": {"A": "9"}})),
+        )
+        .await;
     assert_eq!(code, 200, "{updated}");
     assert_eq!(updated["spec"]["memory_mb"], 256);
     assert_eq!(updated["spec"]["env_vars"], json!({"A": "9"}));
@@ -253,14 +222,18 @@ async fn functions_create_read_update_delete(t: &Target) {
         .create(json!({"name": "second", "runtime": "nodejs20", "entrypoint": "index.handler"}))
         .await;
     assert_eq!(code, 201);
-    let (code, list) = call(&c, Method::GET, &paths::functions(&c.namespace), None).await;
+    let (code, list) = c
+        .call(Method::GET, &paths::functions(&c.namespace), None)
+        .await;
     assert_eq!(code, 200, "{list}");
     assert_eq!(names(&list), ["hello", "second"], "sorted by name");
 
-    let (code, body) = call(&c, Method::DELETE, &path, None).await;
+    let (code, body) = c.call(Method::DELETE, &path, None).await;
     assert!(code == 204 || code == 202, "delete: {code} {body}");
     wait_gone(&c, &path).await;
-    let (_, list) = call(&c, Method::GET, &paths::functions(&c.namespace), None).await;
+    let (_, list) = c
+        .call(Method::GET, &paths::functions(&c.namespace), None)
+        .await;
     assert_eq!(names(&list), ["second"]);
     // The name is free again.
     let (code, body) = c
@@ -291,9 +264,11 @@ async fn code_uploads_are_checked_and_recorded(t: &Target) {
         .unwrap();
     let (status, body) = status_json(r).await;
     assert_eq!(status, 400, "wrong sha256: {body}");
-    let (status, body) = put_code(&c, &code_path, zip_of(&[("../evil.py", "x = 1\n")])).await;
+    let (status, body) = c
+        .put_code(&code_path, zip_of(&[("../evil.py", "x = 1\n")]))
+        .await;
     assert_eq!(status, 400, "zip slip: {body}");
-    let (status, body) = put_code(&c, &code_path, b"not a zip at all".to_vec()).await;
+    let (status, body) = c.put_code(&code_path, b"not a zip at all".to_vec()).await;
     assert_eq!(status, 400, "not a zip: {body}");
     let (_, got) = c.get("f").await;
     assert!(got["status"]["code_sha256"].is_null(), "{got}");
@@ -350,7 +325,7 @@ async fn bad_input_is_a_400_naming_the_field(t: &Target) {
     ];
     for (body, field) in cases {
         let what = format!("create {body}");
-        assert_400(&what, call(&c, Method::POST, &fns, Some(body)).await, field);
+        assert_400(&what, c.call(Method::POST, &fns, Some(body)).await, field);
     }
     let (code, _) = c
         .create(json!({"name": "f", "runtime": "python3.11", "entrypoint": "m.h"}))
@@ -359,7 +334,8 @@ async fn bad_input_is_a_400_naming_the_field(t: &Target) {
     let f = paths::function(&c.namespace, "f");
     assert_400(
         "patch memory",
-        call(&c, Method::PATCH, &f, Some(json!({"memory_mb": 999999}))).await,
+        c.call(Method::PATCH, &f, Some(json!({"memory_mb": 999999})))
+            .await,
         "memory_mb",
     );
     let (_, got) = c.get("f").await;
@@ -371,8 +347,7 @@ async fn bad_input_is_a_400_naming_the_field(t: &Target) {
     let triggers = paths::triggers(&c.namespace);
     assert_400(
         "cron typo",
-        call(
-            &c,
+        c.call(
             Method::POST,
             &triggers,
             Some(json!({"name": "t", "function": "f", "type": "cron", "schedule": "*/5 * * *"})),
@@ -382,8 +357,7 @@ async fn bad_input_is_a_400_naming_the_field(t: &Target) {
     );
     assert_400(
         "unknown trigger type",
-        call(
-            &c,
+        c.call(
             Method::POST,
             &triggers,
             Some(json!({"name": "t", "function": "f", "type": "smoke"})),
@@ -393,8 +367,7 @@ async fn bad_input_is_a_400_naming_the_field(t: &Target) {
     );
     assert_400(
         "job memory",
-        call(
-            &c,
+        c.call(
             Method::POST,
             &paths::jobs(&c.namespace),
             Some(
@@ -406,9 +379,7 @@ async fn bad_input_is_a_400_naming_the_field(t: &Target) {
     );
     assert_400(
         "service health path",
-        call(
-            &c,
-            Method::POST,
+        c.call(Method::POST,
             &paths::services(&c.namespace),
             Some(json!({"name": "s", "runtime": "python3.11", "entrypoint": "app.py", "health_path": "x"})),
         )
@@ -426,14 +397,14 @@ async fn bad_input_is_a_400_naming_the_field(t: &Target) {
     .await;
     assert_eq!(code, 400, "malformed JSON: {body}");
     // Nothing was created by any of it.
-    let (_, list) = call(&c, Method::GET, &fns, None).await;
+    let (_, list) = c.call(Method::GET, &fns, None).await;
     assert_eq!(names(&list), ["f"]);
     for list in [
         triggers,
         paths::jobs(&c.namespace),
         paths::services(&c.namespace),
     ] {
-        let (_, body) = call(&c, Method::GET, &list, None).await;
+        let (_, body) = c.call(Method::GET, &list, None).await;
         assert_eq!(body, json!({"items": []}), "{list}");
     }
 }
@@ -448,7 +419,7 @@ async fn missing_objects_are_404(t: &Target) {
         paths::service(ns, "ghost"),
     ] {
         for method in [Method::GET, Method::DELETE] {
-            let (code, body) = call(&c, method.clone(), &path, None).await;
+            let (code, body) = c.call(method.clone(), &path, None).await;
             assert_eq!(code, 404, "{method} {path}: {body}");
             assert_eq!(body["error"]["code"], "not_found", "{body}");
             assert!(
@@ -458,10 +429,14 @@ async fn missing_objects_are_404(t: &Target) {
                 "{body}"
             );
         }
-        let (code, body) = call(&c, Method::PATCH, &path, Some(json!({"memory_mb": 256}))).await;
+        let (code, body) = c
+            .call(Method::PATCH, &path, Some(json!({"memory_mb": 256})))
+            .await;
         assert_eq!(code, 404, "PATCH {path}: {body}");
     }
-    let (code, body) = call(&c, Method::GET, &paths::function_logs(ns, "ghost"), None).await;
+    let (code, body) = c
+        .call(Method::GET, &paths::function_logs(ns, "ghost"), None)
+        .await;
     assert_eq!(code, 404, "logs: {body}");
     let (code, body) = c.invoke("ghost", &json!({})).await;
     assert_eq!(code, 404, "invoke: {body}");
@@ -488,24 +463,28 @@ async fn another_users_namespace_is_403(t: &Target) {
         (Method::PATCH, Some(json!({"memory_mb": 256}))),
         (Method::DELETE, None),
     ] {
-        let (code, resp) = call(&bob, method.clone(), &alices, body).await;
+        let (code, resp) = bob.call(method.clone(), &alices, body).await;
         assert_eq!(code, 403, "bob {method} alice's function: {resp}");
     }
-    let (code, resp) = call(&bob, Method::GET, &paths::functions(&alice.namespace), None).await;
+    let (code, resp) = bob
+        .call(Method::GET, &paths::functions(&alice.namespace), None)
+        .await;
     assert_eq!(code, 403, "{resp}");
-    let (code, resp) = call(
-        &bob,
-        Method::POST,
-        &paths::ensure_namespace(&alice.namespace),
-        None,
-    )
-    .await;
+    let (code, resp) = bob
+        .call(
+            Method::POST,
+            &paths::ensure_namespace(&alice.namespace),
+            None,
+        )
+        .await;
     assert_eq!(code, 403, "{resp}");
     // Alice's function is untouched; bob's namespace does not show it.
     let (code, got) = alice.get("secret").await;
     assert_eq!(code, 200);
     assert_eq!(got["spec"]["memory_mb"], 128);
-    let (_, list) = call(&bob, Method::GET, &paths::functions(&bob.namespace), None).await;
+    let (_, list) = bob
+        .call(Method::GET, &paths::functions(&bob.namespace), None)
+        .await;
     assert_eq!(list, json!({"items": []}));
     let r = reqwest::Client::new()
         .get(alice.url(&paths::functions(&alice.namespace)))
@@ -524,7 +503,7 @@ async fn triggers_create_read_update_delete(t: &Target) {
     let list_path = paths::triggers(&c.namespace);
     let cron = json!({"name": "tick", "function": "f", "type": "cron",
                       "schedule": "*/5 * * * *", "payload": "{\"n\": 1}"});
-    let (code, created) = call(&c, Method::POST, &list_path, Some(cron.clone())).await;
+    let (code, created) = c.call(Method::POST, &list_path, Some(cron.clone())).await;
     assert_eq!(code, 201, "{created}");
     assert_eq!(created["spec"]["function"], "f");
     assert_eq!(created["spec"]["type"], "cron");
@@ -534,35 +513,34 @@ async fn triggers_create_read_update_delete(t: &Target) {
         created["status"]["phase"], "Waiting",
         "the function is not ready: {created}"
     );
-    let (code, dup) = call(&c, Method::POST, &list_path, Some(cron)).await;
+    let (code, dup) = c.call(Method::POST, &list_path, Some(cron)).await;
     assert_eq!(code, 409, "{dup}");
 
-    let (code, http) = call(
-        &c,
-        Method::POST,
-        &list_path,
-        Some(json!({"name": "web", "function": "f", "type": "http"})),
-    )
-    .await;
+    let (code, http) = c
+        .call(
+            Method::POST,
+            &list_path,
+            Some(json!({"name": "web", "function": "f", "type": "http"})),
+        )
+        .await;
     assert_eq!(code, 201, "{http}");
     assert_eq!(http["spec"]["type"], "http");
 
     let tick = paths::trigger(&c.namespace, "tick");
-    let (code, updated) = call(
-        &c,
-        Method::PATCH,
-        &tick,
-        Some(json!({"schedule": "0 * * * *", "enabled": false})),
-    )
-    .await;
+    let (code, updated) = c
+        .call(
+            Method::PATCH,
+            &tick,
+            Some(json!({"schedule": "0 * * * *", "enabled": false})),
+        )
+        .await;
     assert_eq!(code, 200, "{updated}");
     assert_eq!(updated["spec"]["schedule"], "0 * * * *");
     assert_eq!(updated["spec"]["enabled"], false);
     assert_eq!(updated["status"]["phase"], "Disabled", "{updated}");
     assert_400(
         "patch a cron typo",
-        call(
-            &c,
+        c.call(
             Method::PATCH,
             &tick,
             Some(json!({"schedule": "61 * * * *"})),
@@ -570,20 +548,20 @@ async fn triggers_create_read_update_delete(t: &Target) {
         .await,
         "schedule",
     );
-    let (_, got) = call(&c, Method::GET, &tick, None).await;
+    let (_, got) = c.call(Method::GET, &tick, None).await;
     assert_eq!(
         got["spec"]["schedule"], "0 * * * *",
         "refused update kept out"
     );
 
-    let (code, list) = call(&c, Method::GET, &list_path, None).await;
+    let (code, list) = c.call(Method::GET, &list_path, None).await;
     assert_eq!(code, 200);
     assert_eq!(names(&list), ["tick", "web"]);
 
-    let (code, body) = call(&c, Method::DELETE, &tick, None).await;
+    let (code, body) = c.call(Method::DELETE, &tick, None).await;
     assert!(code == 204 || code == 202, "delete: {code} {body}");
     wait_gone(&c, &tick).await;
-    let (_, list) = call(&c, Method::GET, &list_path, None).await;
+    let (_, list) = c.call(Method::GET, &list_path, None).await;
     assert_eq!(names(&list), ["web"]);
 }
 
@@ -592,41 +570,33 @@ async fn jobs_create_read_update_delete(t: &Target) {
     let list_path = paths::jobs(&c.namespace);
     let spec = json!({"name": "sum", "runtime": "python3.11", "entrypoint": "main.handler",
                       "input": "{\"a\": 1}"});
-    let (code, created) = call(&c, Method::POST, &list_path, Some(spec.clone())).await;
+    let (code, created) = c.call(Method::POST, &list_path, Some(spec.clone())).await;
     assert_eq!(code, 201, "{created}");
     assert_eq!(created["generation"], 1);
     assert_eq!(created["status"]["phase"], "Pending", "{created}");
     assert_eq!(created["spec"]["input"], "{\"a\": 1}");
-    let (code, dup) = call(&c, Method::POST, &list_path, Some(spec)).await;
+    let (code, dup) = c.call(Method::POST, &list_path, Some(spec)).await;
     assert_eq!(code, 409, "{dup}");
 
     let job = paths::job(&c.namespace, "sum");
-    let (code, updated) = call(
-        &c,
-        Method::PATCH,
-        &job,
-        Some(json!({"input": "{\"a\": 2}"})),
-    )
-    .await;
+    let (code, updated) = c
+        .call(Method::PATCH, &job, Some(json!({"input": "{\"a\": 2}"})))
+        .await;
     assert!((200..300).contains(&code), "{code} {updated}");
     assert_eq!(updated["spec"]["input"], "{\"a\": 2}");
     assert_eq!(updated["generation"], 2, "a new input is a new run");
-    let (code, same) = call(
-        &c,
-        Method::PATCH,
-        &job,
-        Some(json!({"input": "{\"a\": 2}"})),
-    )
-    .await;
+    let (code, same) = c
+        .call(Method::PATCH, &job, Some(json!({"input": "{\"a\": 2}"})))
+        .await;
     assert!((200..300).contains(&code), "{code} {same}");
     assert_eq!(same["generation"], 2, "the same spec is not a new run");
 
     let zip = zip_of(&[("main.py", "def handler(event, context):\n    return 1\n")]);
-    let (code, body) = put_code(&c, &paths::job_code(&c.namespace, "sum"), zip).await;
+    let (code, body) = c.put_code(&paths::job_code(&c.namespace, "sum"), zip).await;
     assert!((200..300).contains(&code), "upload: {code} {body}");
     assert_eq!(body["generation"], 3, "new code is a new run: {body}");
 
-    let (code, body) = call(&c, Method::DELETE, &job, None).await;
+    let (code, body) = c.call(Method::DELETE, &job, None).await;
     assert!(code == 204 || code == 202, "delete: {code} {body}");
     wait_gone(&c, &job).await;
 }
@@ -636,31 +606,31 @@ async fn services_create_read_update_delete(t: &Target) {
     let list_path = paths::services(&c.namespace);
     let spec = json!({"name": "web", "runtime": "nodejs20", "entrypoint": "server.js",
                       "env_vars": {"MODE": "a"}});
-    let (code, created) = call(&c, Method::POST, &list_path, Some(spec.clone())).await;
+    let (code, created) = c.call(Method::POST, &list_path, Some(spec.clone())).await;
     assert_eq!(code, 201, "{created}");
     assert_eq!(created["spec"]["entrypoint"], "server.js");
     assert_eq!(created["status"]["phase"], "Pending", "{created}");
-    let (code, dup) = call(&c, Method::POST, &list_path, Some(spec)).await;
+    let (code, dup) = c.call(Method::POST, &list_path, Some(spec)).await;
     assert_eq!(code, 409, "{dup}");
 
     let svc = paths::service(&c.namespace, "web");
-    let (code, updated) = call(
-        &c,
-        Method::PATCH,
-        &svc,
-        Some(json!({"env_vars": {"MODE": "b"}, "memory_mb": 256})),
-    )
-    .await;
+    let (code, updated) = c
+        .call(
+            Method::PATCH,
+            &svc,
+            Some(json!({"env_vars": {"MODE": "b"}, "memory_mb": 256})),
+        )
+        .await;
     assert_eq!(code, 200, "{updated}");
     assert_eq!(updated["spec"]["env_vars"], json!({"MODE": "b"}));
     assert_eq!(updated["spec"]["memory_mb"], 256);
-    let (_, got) = call(&c, Method::GET, &svc, None).await;
+    let (_, got) = c.call(Method::GET, &svc, None).await;
     assert_eq!(got["spec"], updated["spec"]);
 
-    let (code, list) = call(&c, Method::GET, &list_path, None).await;
+    let (code, list) = c.call(Method::GET, &list_path, None).await;
     assert_eq!(code, 200);
     assert_eq!(names(&list), ["web"]);
-    let (code, body) = call(&c, Method::DELETE, &svc, None).await;
+    let (code, body) = c.call(Method::DELETE, &svc, None).await;
     assert!(code == 204 || code == 202, "delete: {code} {body}");
     wait_gone(&c, &svc).await;
 }

@@ -8,42 +8,22 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use sha2::Digest;
 use sless_wire::paths;
 use std::time::{Duration, Instant};
 use support::{Client, Operator, status_json, zip_of};
 
 const DONE: Duration = Duration::from_secs(90);
 
-async fn call(c: &Client, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-    let mut req = c.req(method, path);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    status_json(req.send().await.expect("request")).await
-}
-
-async fn put_code(c: &Client, path: &str, zip: Vec<u8>) -> (u16, Value) {
-    let sha = hex::encode(sha2::Sha256::digest(&zip));
-    let r = c
-        .req(Method::PUT, path)
-        .query(&[("sha256", sha)])
-        .header("content-type", "application/zip")
-        .body(zip)
-        .send()
-        .await
-        .expect("upload");
-    status_json(r).await
-}
-
 /// Creates a job and uploads its code; returns the job after the upload.
 async fn start_job(c: &Client, spec: Value, zip: Vec<u8>) -> Value {
     let name = spec["name"].as_str().expect("name").to_string();
-    let (code, body) = call(c, Method::POST, &paths::jobs(&c.namespace), Some(spec)).await;
+    let (code, body) = c
+        .call(Method::POST, &paths::jobs(&c.namespace), Some(spec))
+        .await;
     assert_eq!(code, 201, "create {name}: {body}");
     assert_eq!(body["generation"], 1);
     assert_eq!(body["status"]["phase"], "Pending");
-    let (code, body) = put_code(c, &paths::job_code(&c.namespace, &name), zip).await;
+    let (code, body) = c.put_code(&paths::job_code(&c.namespace, &name), zip).await;
     assert_eq!(code, 202, "upload {name}: {body}");
     assert_eq!(body["generation"], 2, "new code bumps the generation");
     body
@@ -53,7 +33,9 @@ async fn start_job(c: &Client, spec: Value, zip: Vec<u8>) -> Value {
 async fn wait_done(c: &Client, name: &str, generation: u64) -> Value {
     let deadline = Instant::now() + DONE;
     loop {
-        let (code, body) = call(c, Method::GET, &paths::job(&c.namespace, name), None).await;
+        let (code, body) = c
+            .call(Method::GET, &paths::job(&c.namespace, name), None)
+            .await;
         assert_eq!(code, 200, "get {name}: {body}");
         let phase = body["status"]["phase"].as_str().unwrap_or("");
         if body["status"]["observed_generation"] == generation
@@ -110,15 +92,15 @@ async fn a_job_returns_its_value_as_message() {
     assert_eq!(job["status"]["message"], "{\"items\":3,\"total\":6}");
 
     // The same name again is a clash; the list has both, sorted.
-    let (code, body) = call(
-        &c,
-        Method::POST,
-        &paths::jobs(&c.namespace),
-        Some(json!({"name": "sum", "runtime": "python3.11", "entrypoint": "main.handler"})),
-    )
-    .await;
+    let (code, body) = c
+        .call(
+            Method::POST,
+            &paths::jobs(&c.namespace),
+            Some(json!({"name": "sum", "runtime": "python3.11", "entrypoint": "main.handler"})),
+        )
+        .await;
     assert_eq!(code, 409, "{body}");
-    let (code, body) = call(&c, Method::GET, &paths::jobs(&c.namespace), None).await;
+    let (code, body) = c.call(Method::GET, &paths::jobs(&c.namespace), None).await;
     assert_eq!(code, 200);
     let names: Vec<_> = body["items"]
         .as_array()
@@ -129,9 +111,13 @@ async fn a_job_returns_its_value_as_message() {
     assert_eq!(names, ["node-sum", "sum"]);
 
     // The run log has the run's output; delete makes it 404.
-    let (code, _) = call(&c, Method::DELETE, &paths::job(&c.namespace, "sum"), None).await;
+    let (code, _) = c
+        .call(Method::DELETE, &paths::job(&c.namespace, "sum"), None)
+        .await;
     assert_eq!(code, 204);
-    let (code, body) = call(&c, Method::GET, &paths::job(&c.namespace, "sum"), None).await;
+    let (code, body) = c
+        .call(Method::GET, &paths::job(&c.namespace, "sum"), None)
+        .await;
     assert_eq!(code, 404, "{body}");
 }
 
@@ -158,12 +144,16 @@ async fn run_id_reruns_and_the_same_spec_does_not() {
     let path = paths::job(&c.namespace, "counter");
 
     // Same code again: nothing happens.
-    let (code, body) = put_code(&c, &paths::job_code(&c.namespace, "counter"), zip).await;
+    let (code, body) = c
+        .put_code(&paths::job_code(&c.namespace, "counter"), zip)
+        .await;
     assert_eq!(code, 202);
     assert_eq!(body["generation"], 2, "the same code does not bump: {body}");
 
     // run_id bump: generation 3, runs again, no rebuild.
-    let (code, body) = call(&c, Method::PATCH, &path, Some(json!({"run_id": 1}))).await;
+    let (code, body) = c
+        .call(Method::PATCH, &path, Some(json!({"run_id": 1})))
+        .await;
     assert_eq!(code, 200, "{body}");
     assert_eq!(body["generation"], 3);
     let job = wait_done(&c, "counter", 3).await;
@@ -185,13 +175,13 @@ async fn run_id_reruns_and_the_same_spec_does_not() {
     );
 
     // The same values again: no new generation, no run.
-    let (code, body) = call(
-        &c,
-        Method::PATCH,
-        &path,
-        Some(json!({"run_id": 1, "input": "{\"a\": 1}"})),
-    )
-    .await;
+    let (code, body) = c
+        .call(
+            Method::PATCH,
+            &path,
+            Some(json!({"run_id": 1, "input": "{\"a\": 1}"})),
+        )
+        .await;
     assert_eq!(code, 200, "{body}");
     assert_eq!(
         body["generation"], 3,
@@ -201,7 +191,9 @@ async fn run_id_reruns_and_the_same_spec_does_not() {
     assert_eq!(std::fs::read_to_string(&side).unwrap(), "ran\nran\n");
 
     // New input reruns with it.
-    let (_, body) = call(&c, Method::PATCH, &path, Some(json!({"input": "[1, 2]"}))).await;
+    let (_, body) = c
+        .call(Method::PATCH, &path, Some(json!({"input": "[1, 2]"})))
+        .await;
     assert_eq!(body["generation"], 4);
     let job = wait_done(&c, "counter", 4).await;
     assert_eq!(job["status"]["message"], "{\"input\":[1,2],\"runs\":3}");
@@ -232,13 +224,13 @@ async fn an_exception_fails_the_job_with_its_text_and_output() {
     assert!(job["status"].get("message").is_none(), "{job}");
 
     // A wrong entrypoint fails visibly too.
-    let (_, body) = call(
-        &c,
-        Method::PATCH,
-        &paths::job(&c.namespace, "raiser"),
-        Some(json!({"entrypoint": "main.nothere"})),
-    )
-    .await;
+    let (_, body) = c
+        .call(
+            Method::PATCH,
+            &paths::job(&c.namespace, "raiser"),
+            Some(json!({"entrypoint": "main.nothere"})),
+        )
+        .await;
     assert_eq!(body["generation"], 3);
     let job = wait_done(&c, "raiser", 3).await;
     assert_eq!(job["status"]["phase"], "Failed", "{job}");
@@ -329,25 +321,25 @@ async fn bad_job_input_is_a_400_naming_the_field() {
         (json!({"name": "j", "runtime": "python3.11"}), "entrypoint"),
     ];
     for (body, field) in cases {
-        let (code, err) = call(&c, Method::POST, &jobs, Some(body.clone())).await;
+        let (code, err) = c.call(Method::POST, &jobs, Some(body.clone())).await;
         assert_eq!(code, 400, "{body} -> {err}");
         assert_eq!(err["error"]["field"], field, "{body} -> {err}");
     }
-    let (code, body) = call(
-        &c,
-        Method::POST,
-        &jobs,
-        Some(json!({"name": "j", "runtime": "python3.11", "entrypoint": "main.handler"})),
-    )
-    .await;
+    let (code, body) = c
+        .call(
+            Method::POST,
+            &jobs,
+            Some(json!({"name": "j", "runtime": "python3.11", "entrypoint": "main.handler"})),
+        )
+        .await;
     assert_eq!(code, 201, "{body}");
-    let (code, err) = call(
-        &c,
-        Method::PATCH,
-        &paths::job(&c.namespace, "j"),
-        Some(json!({"input": "[1,"})),
-    )
-    .await;
+    let (code, err) = c
+        .call(
+            Method::PATCH,
+            &paths::job(&c.namespace, "j"),
+            Some(json!({"input": "[1,"})),
+        )
+        .await;
     assert_eq!(code, 400, "{err}");
     assert_eq!(err["error"]["field"], "input");
     // A zip whose sha256 does not match is refused like for functions.
@@ -423,13 +415,13 @@ async fn a_newer_generation_cancels_the_running_one_and_delete_kills_a_run() {
     .await;
     let first_pid = wait_pid_lines(&pids, 1).await[0];
     // A new input while generation 2 runs: its process is killed, 3 runs.
-    let (code, body) = call(
-        &c,
-        Method::PATCH,
-        &paths::job(&c.namespace, "long"),
-        Some(json!({"input": "{\"sleep\": 0.2}"})),
-    )
-    .await;
+    let (code, body) = c
+        .call(
+            Method::PATCH,
+            &paths::job(&c.namespace, "long"),
+            Some(json!({"input": "{\"sleep\": 0.2}"})),
+        )
+        .await;
     assert_eq!(code, 200, "{body}");
     let job = wait_done(&c, "long", 3).await;
     assert_eq!(job["status"]["phase"], "Succeeded", "{job}");
@@ -440,22 +432,26 @@ async fn a_newer_generation_cancels_the_running_one_and_delete_kills_a_run() {
     );
 
     // Delete while running: the run's process is killed, the job is gone.
-    let (_, body) = call(
-        &c,
-        Method::PATCH,
-        &paths::job(&c.namespace, "long"),
-        Some(json!({"input": "{\"sleep\": 60}"})),
-    )
-    .await;
+    let (_, body) = c
+        .call(
+            Method::PATCH,
+            &paths::job(&c.namespace, "long"),
+            Some(json!({"input": "{\"sleep\": 60}"})),
+        )
+        .await;
     assert_eq!(body["generation"], 4);
     let running = wait_pid_lines(&pids, 3).await[2];
-    let (code, _) = call(&c, Method::DELETE, &paths::job(&c.namespace, "long"), None).await;
+    let (code, _) = c
+        .call(Method::DELETE, &paths::job(&c.namespace, "long"), None)
+        .await;
     assert_eq!(code, 204);
     assert!(
         gone_soon(running).await,
         "the deleted job's run {running} still runs 5 s after the delete"
     );
-    let (code, _) = call(&c, Method::GET, &paths::job(&c.namespace, "long"), None).await;
+    let (code, _) = c
+        .call(Method::GET, &paths::job(&c.namespace, "long"), None)
+        .await;
     assert_eq!(code, 404);
     let ns_dir = op.data_dir.join("builds").join(&c.namespace);
     assert!(!ns_dir.join("job.long").exists(), "build dir left");

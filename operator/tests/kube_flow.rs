@@ -22,23 +22,15 @@ use serde_json::{Value, json};
 use sless_operator::kube::names::{self, OwnerKind};
 use sless_wire::paths;
 use std::time::{Duration, Instant};
-use support::{Client, status_json, zip_of};
+use support::{Client, zip_of};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-async fn call(c: &Client, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-    let mut r = c.req(method, path);
-    if let Some(b) = body {
-        r = r.json(&b);
-    }
-    status_json(r.send().await.expect("request")).await
-}
 
 /// Polls `GET path` until `ok` holds, panicking with the last answer.
 async fn rest_until(c: &Client, path: &str, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + WAIT;
     loop {
-        let (code, body) = call(c, Method::GET, path, None).await;
+        let (code, body) = c.call(Method::GET, path, None).await;
         if code == 200 && ok(&body) {
             return body;
         }
@@ -54,7 +46,7 @@ async fn rest_until(c: &Client, path: &str, what: &str, ok: impl Fn(&Value) -> b
 async fn rest_gone(c: &Client, path: &str) {
     let deadline = Instant::now() + WAIT;
     loop {
-        let (code, body) = call(c, Method::GET, path, None).await;
+        let (code, body) = c.call(Method::GET, path, None).await;
         if code == 404 {
             return;
         }
@@ -252,13 +244,13 @@ async fn a_function_builds_once_rolls_out_updates_in_place_heals_and_deletes() {
     assert_eq!(ready["status"]["image_ref"], image, "{ready}");
 
     // An env update patches the Deployment in place: no second build.
-    let (code, body) = call(
-        &c,
-        Method::PATCH,
-        &fpath,
-        Some(json!({"env_vars": {"GREETING": "hello"}, "memory_mb": 256})),
-    )
-    .await;
+    let (code, body) = c
+        .call(
+            Method::PATCH,
+            &fpath,
+            Some(json!({"env_vars": {"GREETING": "hello"}, "memory_mb": 256})),
+        )
+        .await;
     assert_eq!(code, 200, "{body}");
     let d = k
         .fake
@@ -304,7 +296,7 @@ async fn a_function_builds_once_rolls_out_updates_in_place_heals_and_deletes() {
     assert!(metrics.contains("function"), "{metrics}");
 
     // Delete: the finalizer removes the children, then the function goes.
-    let (code, body) = call(&c, Method::DELETE, &fpath, None).await;
+    let (code, body) = c.call(Method::DELETE, &fpath, None).await;
     assert!(code == 204 || code == 202, "{code} {body}");
     rest_gone(&c, &fpath).await;
     assert!(k.fake.get(&svc_key).is_none(), "Service left behind");
@@ -376,7 +368,9 @@ async fn a_failed_build_waits_for_new_code_and_delete_while_building_stops_it() 
     .await;
 
     // Deleting while it builds: the build Job goes, nothing is deployed.
-    let (code, body) = call(&c, Method::DELETE, &paths::function(&ns, "broken"), None).await;
+    let (code, body) = c
+        .call(Method::DELETE, &paths::function(&ns, "broken"), None)
+        .await;
     assert!(code == 204 || code == 202, "{code} {body}");
     rest_gone(&c, &paths::function(&ns, "broken")).await;
     k.fake
@@ -413,25 +407,27 @@ async fn triggers_wait_for_their_function_then_get_a_cron_job_or_an_ingress() {
         .create(json!({"name": "f", "runtime": "python3.11", "entrypoint": "main.handler"}))
         .await;
     assert_eq!(code, 201);
-    let (code, t) = call(
-        &c,
-        Method::POST,
-        &paths::triggers(&ns),
-        Some(json!({"name": "tick", "function": "f", "type": "cron",
+    let (code, t) = c
+        .call(
+            Method::POST,
+            &paths::triggers(&ns),
+            Some(json!({"name": "tick", "function": "f", "type": "cron",
                     "schedule": "*/5 * * * *", "payload": "{\"n\": 1}"})),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(code, 201, "{t}");
-    let (code, t) = call(
-        &c,
-        Method::POST,
-        &paths::triggers(&ns),
-        Some(json!({"name": "web", "function": "f", "type": "http"})),
-    )
-    .await;
+    let (code, t) = c
+        .call(
+            Method::POST,
+            &paths::triggers(&ns),
+            Some(json!({"name": "web", "function": "f", "type": "http"})),
+        )
+        .await;
     assert_eq!(code, 201, "{t}");
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let (_, tick) = call(&c, Method::GET, &paths::trigger(&ns, "tick"), None).await;
+    let (_, tick) = c
+        .call(Method::GET, &paths::trigger(&ns, "tick"), None)
+        .await;
     assert_eq!(tick["status"]["phase"], "Waiting", "{tick}");
     assert!(
         children(
@@ -507,7 +503,9 @@ async fn triggers_wait_for_their_function_then_get_a_cron_job_or_an_ingress() {
     );
 
     // Deleting a trigger removes its CronJob.
-    let (code, _) = call(&c, Method::DELETE, &paths::trigger(&ns, "tick"), None).await;
+    let (code, _) = c
+        .call(Method::DELETE, &paths::trigger(&ns, "tick"), None)
+        .await;
     assert!(code == 204 || code == 202);
     rest_gone(&c, &paths::trigger(&ns, "tick")).await;
     assert!(
@@ -533,33 +531,22 @@ async fn a_function_job_puts_its_return_value_in_the_message() {
     let ns = c.namespace.clone();
     let deploy_ns = names::deploy_namespace(&ns);
     let jpath = paths::job(&ns, "sum");
-    let (code, body) = call(
-        &c,
-        Method::POST,
-        &paths::jobs(&ns),
-        Some(
-            json!({"name": "sum", "runtime": "python3.11", "entrypoint": "main.handler",
+    let (code, body) = c
+        .call(
+            Method::POST,
+            &paths::jobs(&ns),
+            Some(
+                json!({"name": "sum", "runtime": "python3.11", "entrypoint": "main.handler",
                     "input": "{\"a\": 1, \"b\": 2}"}),
-        ),
-    )
-    .await;
+            ),
+        )
+        .await;
     assert_eq!(code, 201, "{body}");
     let zip = zip_of(&[(
         "main.py",
         "def handler(event, context):\n    return {'sum': event['a'] + event['b']}\n",
     )]);
-    let r = c
-        .req(Method::PUT, &paths::job_code(&ns, "sum"))
-        .query(&[(
-            "sha256",
-            hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&zip)),
-        )])
-        .header("content-type", "application/zip")
-        .body(zip)
-        .send()
-        .await
-        .expect("upload");
-    let (code, body) = status_json(r).await;
+    let (code, body) = c.put_code(&paths::job_code(&ns, "sum"), zip).await;
     assert!((200..300).contains(&code), "{code} {body}");
     let generation = body["generation"].as_u64().unwrap_or(0);
 
@@ -579,7 +566,7 @@ async fn a_function_job_puts_its_return_value_in_the_message() {
         })
         .await;
     let run_name = run["metadata"]["name"].as_str().unwrap_or("").to_string();
-    let (_, running) = call(&c, Method::GET, &jpath, None).await;
+    let (_, running) = c.call(Method::GET, &jpath, None).await;
     assert_eq!(running["status"]["phase"], "Running", "{running}");
 
     // The run's pod prints the user's output, then the result after the marker.
@@ -606,7 +593,7 @@ async fn a_function_job_puts_its_return_value_in_the_message() {
     assert_eq!(message, json!({"sum": 3}), "{done}");
     assert_eq!(done["status"]["observed_generation"], generation, "{done}");
 
-    let (code, _) = call(&c, Method::DELETE, &jpath, None).await;
+    let (code, _) = c.call(Method::DELETE, &jpath, None).await;
     assert!(code == 204 || code == 202);
     rest_gone(&c, &jpath).await;
     assert!(
@@ -631,33 +618,22 @@ async fn a_service_rolls_out_and_takes_env_updates_in_place() {
     c.ensure().await;
     let ns = c.namespace.clone();
     let spath = paths::service(&ns, "web");
-    let (code, body) = call(
-        &c,
-        Method::POST,
-        &paths::services(&ns),
-        Some(
-            json!({"name": "web", "runtime": "nodejs20", "entrypoint": "server.js",
+    let (code, body) = c
+        .call(
+            Method::POST,
+            &paths::services(&ns),
+            Some(
+                json!({"name": "web", "runtime": "nodejs20", "entrypoint": "server.js",
                     "env_vars": {"MODE": "a"}}),
-        ),
-    )
-    .await;
+            ),
+        )
+        .await;
     assert_eq!(code, 201, "{body}");
     let zip = zip_of(&[(
         "server.js",
         "require('http').createServer((q, s) => s.end('ok')).listen(process.env.PORT);\n",
     )]);
-    let r = c
-        .req(Method::PUT, &paths::service_code(&ns, "web"))
-        .query(&[(
-            "sha256",
-            hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&zip)),
-        )])
-        .header("content-type", "application/zip")
-        .body(zip)
-        .send()
-        .await
-        .expect("upload");
-    let (code, body) = status_json(r).await;
+    let (code, body) = c.put_code(&paths::service_code(&ns, "web"), zip).await;
     assert!((200..300).contains(&code), "{code} {body}");
     let build = build_job(&k, OwnerKind::Service, &ns, "web", &[]).await;
     finish_job(&k.fake, &build, true);
@@ -666,13 +642,13 @@ async fn a_service_rolls_out_and_takes_env_updates_in_place() {
     make_available(&k.fake, &d);
     rest_until(&c, &spath, "Ready", phase_is("Ready")).await;
 
-    let (code, body) = call(
-        &c,
-        Method::PATCH,
-        &spath,
-        Some(json!({"env_vars": {"MODE": "b"}})),
-    )
-    .await;
+    let (code, body) = c
+        .call(
+            Method::PATCH,
+            &spath,
+            Some(json!({"env_vars": {"MODE": "b"}})),
+        )
+        .await;
     assert_eq!(code, 200, "{body}");
     k.fake
         .wait_for("the service Deployment with MODE=b", WAIT, |f| {
@@ -685,7 +661,7 @@ async fn a_service_rolls_out_and_takes_env_updates_in_place() {
         1,
         "no rebuild"
     );
-    let (code, _) = call(&c, Method::DELETE, &spath, None).await;
+    let (code, _) = c.call(Method::DELETE, &spath, None).await;
     assert!(code == 204 || code == 202);
     rest_gone(&c, &spath).await;
     assert!(

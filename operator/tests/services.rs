@@ -8,10 +8,9 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use sha2::Digest;
 use sless_wire::paths;
 use std::time::{Duration, Instant};
-use support::{Client, Operator, status_json, zip_of};
+use support::{Client, Operator, zip_of};
 
 const READY: Duration = Duration::from_secs(90);
 
@@ -39,31 +38,12 @@ print("listening on", os.environ["HOST"], os.environ["PORT"], flush=True)
 HTTPServer((os.environ["HOST"], int(os.environ["PORT"])), Handler).serve_forever()
 "#;
 
-async fn call(c: &Client, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-    let mut req = c.req(method, path);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    status_json(req.send().await.expect("request")).await
-}
-
-async fn put_code(c: &Client, path: &str, zip: Vec<u8>) -> (u16, Value) {
-    let sha = hex::encode(sha2::Sha256::digest(&zip));
-    let r = c
-        .req(Method::PUT, path)
-        .query(&[("sha256", sha)])
-        .header("content-type", "application/zip")
-        .body(zip)
-        .send()
-        .await
-        .expect("upload");
-    status_json(r).await
-}
-
 async fn wait_ready(c: &Client, name: &str) -> Value {
     let deadline = Instant::now() + READY;
     loop {
-        let (code, body) = call(c, Method::GET, &paths::service(&c.namespace, name), None).await;
+        let (code, body) = c
+            .call(Method::GET, &paths::service(&c.namespace, name), None)
+            .await;
         assert_eq!(code, 200, "{body}");
         match body["status"]["phase"].as_str() {
             Some("Ready") => return body,
@@ -115,16 +95,16 @@ fn alive(pid: u64) -> bool {
 async fn a_service_answers_updates_in_place_heals_and_goes_away() {
     let op = Operator::start();
     let c = op.client("service-user");
-    let (code, body) = call(
-        &c,
-        Method::POST,
-        &paths::services(&c.namespace),
-        Some(
-            json!({"name": "web", "runtime": "python3.11", "entrypoint": "app.py",
+    let (code, body) = c
+        .call(
+            Method::POST,
+            &paths::services(&c.namespace),
+            Some(
+                json!({"name": "web", "runtime": "python3.11", "entrypoint": "app.py",
                     "env_vars": {"GREETING": "hello"}, "health_path": "/healthz"}),
-        ),
-    )
-    .await;
+            ),
+        )
+        .await;
     assert_eq!(code, 201, "{body}");
     let url = body["status"]["url"].as_str().expect("url").to_string();
     assert_eq!(
@@ -132,12 +112,12 @@ async fn a_service_answers_updates_in_place_heals_and_goes_away() {
         format!("{}/s/{}/web", op.base_url, c.namespace),
         "an absolute public URL"
     );
-    let (code, body) = put_code(
-        &c,
-        &paths::service_code(&c.namespace, "web"),
-        zip_of(&[("app.py", APP)]),
-    )
-    .await;
+    let (code, body) = c
+        .put_code(
+            &paths::service_code(&c.namespace, "web"),
+            zip_of(&[("app.py", APP)]),
+        )
+        .await;
     assert_eq!(code, 202, "{body}");
     let svc = wait_ready(&c, "web").await;
     let built_at = svc["status"]["last_built_at"].clone();
@@ -149,13 +129,13 @@ async fn a_service_answers_updates_in_place_heals_and_goes_away() {
     assert_eq!(first["path"], "/hello/there?x=1");
 
     // memory_mb + env: a new process with the new env, no rebuild.
-    let (code, body) = call(
-        &c,
-        Method::PATCH,
-        &paths::service(&c.namespace, "web"),
-        Some(json!({"memory_mb": 256, "env_vars": {"GREETING": "bonjour"}})),
-    )
-    .await;
+    let (code, body) = c
+        .call(
+            Method::PATCH,
+            &paths::service(&c.namespace, "web"),
+            Some(json!({"memory_mb": 256, "env_vars": {"GREETING": "bonjour"}})),
+        )
+        .await;
     assert_eq!(code, 200, "{body}");
     assert_eq!(body["spec"]["memory_mb"], 256);
     let second = get_until(&url, READY, |v| v["greeting"] == "bonjour").await;
@@ -193,7 +173,9 @@ async fn a_service_answers_updates_in_place_heals_and_goes_away() {
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     let third = get_until(&url, Duration::from_secs(30), |v| v["pid"] != pid).await;
     assert_eq!(third["greeting"], "bonjour");
-    let (_, svc) = call(&c, Method::GET, &paths::service(&c.namespace, "web"), None).await;
+    let (_, svc) = c
+        .call(Method::GET, &paths::service(&c.namespace, "web"), None)
+        .await;
     assert!(svc["status"]["restarts"].as_u64().unwrap() >= 1, "{svc}");
     assert_eq!(svc["status"]["phase"], "Ready", "{svc}");
     let run_log = c
@@ -209,19 +191,17 @@ async fn a_service_answers_updates_in_place_heals_and_goes_away() {
     assert!(run_log.contains("restarting"), "{run_log}");
 
     // Delete: the process is gone and the URL answers 404.
-    let (code, _) = call(
-        &c,
-        Method::DELETE,
-        &paths::service(&c.namespace, "web"),
-        None,
-    )
-    .await;
+    let (code, _) = c
+        .call(Method::DELETE, &paths::service(&c.namespace, "web"), None)
+        .await;
     assert_eq!(code, 204);
     let last = third["pid"].as_u64().unwrap();
     assert!(!alive(last), "process {last} survived the delete");
     let r = reqwest::get(&url).await.unwrap();
     assert_eq!(r.status().as_u16(), 404);
-    let (code, _) = call(&c, Method::GET, &paths::service(&c.namespace, "web"), None).await;
+    let (code, _) = c
+        .call(Method::GET, &paths::service(&c.namespace, "web"), None)
+        .await;
     assert_eq!(code, 404);
     assert!(
         !op.data_dir
@@ -261,13 +241,11 @@ async fn a_service_from_a_command_and_bad_specs() {
         ),
     ];
     for (body, field) in bad {
-        let (code, err) = call(&c, Method::POST, &services, Some(body.clone())).await;
+        let (code, err) = c.call(Method::POST, &services, Some(body.clone())).await;
         assert_eq!(code, 400, "{body} -> {err}");
         assert_eq!(err["error"]["field"], field, "{body} -> {err}");
     }
-    let (code, body) = call(
-        &c,
-        Method::POST,
+    let (code, body) = c.call(Method::POST,
         &services,
         Some(
             json!({"name": "cmd", "runtime": "python3.11", "command": ["python3", "-u", "app.py"]}),
@@ -275,35 +253,35 @@ async fn a_service_from_a_command_and_bad_specs() {
     )
     .await;
     assert_eq!(code, 201, "{body}");
-    let (code, body) = call(
-        &c,
-        Method::POST,
-        &services,
-        Some(json!({"name": "cmd", "runtime": "python3.11", "entrypoint": "app.py"})),
-    )
-    .await;
+    let (code, body) = c
+        .call(
+            Method::POST,
+            &services,
+            Some(json!({"name": "cmd", "runtime": "python3.11", "entrypoint": "app.py"})),
+        )
+        .await;
     assert_eq!(code, 409, "{body}");
     // Not ready yet: 503 on the public URL, not 502.
     let url = format!("{}/s/{}/cmd", op.base_url, c.namespace);
     assert_eq!(reqwest::get(&url).await.unwrap().status().as_u16(), 503);
-    let (code, _) = put_code(
-        &c,
-        &paths::service_code(&c.namespace, "cmd"),
-        zip_of(&[("app.py", APP)]),
-    )
-    .await;
+    let (code, _) = c
+        .put_code(
+            &paths::service_code(&c.namespace, "cmd"),
+            zip_of(&[("app.py", APP)]),
+        )
+        .await;
     assert_eq!(code, 202);
     wait_ready(&c, "cmd").await;
     let v = get_until(&url, READY, |_| true).await;
     assert_eq!(v["path"], "/");
     // A PATCH that breaks the spec is a 400, the service keeps running.
-    let (code, err) = call(
-        &c,
-        Method::PATCH,
-        &paths::service(&c.namespace, "cmd"),
-        Some(json!({"command": [""]})),
-    )
-    .await;
+    let (code, err) = c
+        .call(
+            Method::PATCH,
+            &paths::service(&c.namespace, "cmd"),
+            Some(json!({"command": [""]})),
+        )
+        .await;
     assert_eq!(code, 400, "{err}");
     assert_eq!(err["error"]["field"], "command");
     get_until(&url, READY, |_| true).await;
@@ -327,17 +305,14 @@ http
 async fn a_node_service_rebuilds_on_new_code_and_survives_an_operator_restart() {
     let mut op = Operator::start();
     let c = op.client("service-node-user");
-    let (code, body) = call(
-        &c,
-        Method::POST,
+    let (code, body) = c.call(Method::POST,
         &paths::services(&c.namespace),
         Some(json!({"name": "api", "runtime": "nodejs20", "entrypoint": "server.js", "timeout_sec": 5})),
     )
     .await;
     assert_eq!(code, 201, "{body}");
     let url = body["status"]["url"].as_str().unwrap().to_string();
-    put_code(
-        &c,
+    c.put_code(
         &paths::service_code(&c.namespace, "api"),
         zip_of(&[("server.js", NODE_APP)]),
     )
@@ -349,12 +324,12 @@ async fn a_node_service_rebuilds_on_new_code_and_survives_an_operator_restart() 
 
     // New code: rebuilt and served.
     let v2 = NODE_APP.replace("process.env.APP_VERSION || \"1\"", "\"2\"");
-    let (code, body) = put_code(
-        &c,
-        &paths::service_code(&c.namespace, "api"),
-        zip_of(&[("server.js", &v2)]),
-    )
-    .await;
+    let (code, body) = c
+        .put_code(
+            &paths::service_code(&c.namespace, "api"),
+            zip_of(&[("server.js", &v2)]),
+        )
+        .await;
     assert_eq!(code, 202, "{body}");
     get_until(&url, READY, |v| v["version"] == "2").await;
     let build_log = c

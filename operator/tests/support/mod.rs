@@ -265,15 +265,22 @@ impl Client {
         status_json(r).await
     }
 
-    /// Uploads a zip; returns the status and body.
+    /// Uploads a function's zip; returns the status and body.
     pub async fn upload(&self, name: &str, zip: Vec<u8>) -> (u16, serde_json::Value) {
+        self.put_code(
+            &sless_wire::paths::function_code(&self.namespace, name),
+            zip,
+        )
+        .await
+    }
+
+    /// PUTs a zip with its sha256 to a code path (of a function, job or
+    /// service); returns the status and body.
+    pub async fn put_code(&self, path: &str, zip: Vec<u8>) -> (u16, serde_json::Value) {
         use sha2::Digest;
         let sha = hex::encode(sha2::Sha256::digest(&zip));
         let r = self
-            .req(
-                reqwest::Method::PUT,
-                &sless_wire::paths::function_code(&self.namespace, name),
-            )
+            .req(reqwest::Method::PUT, path)
             .query(&[("sha256", sha)])
             .header("content-type", "application/zip")
             .body(zip)
@@ -281,6 +288,21 @@ impl Client {
             .await
             .expect("upload");
         status_json(r).await
+    }
+
+    /// Sends `method path` with an optional JSON body; returns the status and
+    /// the JSON body (Null when not JSON).
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> (u16, serde_json::Value) {
+        let mut req = self.req(method, path);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        status_json(req.send().await.expect("request")).await
     }
 
     /// Reads a function; returns the status and body.
