@@ -3,12 +3,13 @@
 //! Everything both sides must agree on lives here, so they cannot drift:
 //! the REST paths ([`paths`]), request and response bodies ([`function`]),
 //! triggers, jobs and services ([`trigger`], [`job`], [`service`]),
-//! the error body ([`error`]), field limits and validation rules
+//! the invocation log's records ([`invocation`]), the error body ([`error`]), field limits and validation rules
 //! ([`limits`], [`validate`]), the runtime list ([`runtime`]) and the
 //! namespace rule ([`namespace`]).
 
 pub mod error;
 pub mod function;
+pub mod invocation;
 pub mod job;
 pub mod limits;
 pub mod namespace;
@@ -23,6 +24,7 @@ pub use function::{
     CodeUpload, CreateFunction, Function, FunctionList, FunctionStatus, NamespaceInfo, Phase,
     UpdateFunction,
 };
+pub use invocation::{Invocation, InvocationList, InvocationQuery, InvocationSource};
 pub use job::{CreateJob, Job, JobList, JobPhase, JobSpec, JobStatus, UpdateJob};
 pub use namespace::namespace_for_sub;
 pub use runtime::Runtime;

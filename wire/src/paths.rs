@@ -24,6 +24,8 @@
 //! | PUT | `/v1/namespaces/{ns}/services/{name}/code` | upload a zip; builds and starts |
 //! | GET | `/v1/namespaces/{ns}/services/{name}/logs` | build and run output |
 //! | any | `/s/{ns}/{name}[/rest]` | public URL of a service (no auth) |
+//! | GET | `/v1/namespaces/{ns}/invocations?function=&limit=` | the invocation log, newest first |
+//! | GET | `/funcs/{ns}`, `/funcs?token=` | HTML page of a namespace's functions (token in the header or the query) |
 
 /// The API version prefix.
 pub const API_PREFIX: &str = "/v1";
@@ -33,6 +35,8 @@ pub const HEALTHZ: &str = "/healthz";
 pub const OPENAPI: &str = "/openapi.json";
 /// Prometheus metrics path (text exposition format 0.0.4).
 pub const METRICS: &str = "/metrics";
+/// The HTML page of the token's own namespace (`?token=<jwt>` or a bearer header).
+pub const FUNCS: &str = "/funcs";
 /// Header that carries the provider's or client's name and version.
 pub const USER_AGENT_PREFIX: &str = "terraform-provider-sless";
 
@@ -125,4 +129,14 @@ pub fn service_logs(ns: &str, name: &str) -> String {
 /// Public (unauthenticated) URL path of a service: `/s/{ns}/{name}`.
 pub fn service_public(ns: &str, name: &str) -> String {
     format!("/s/{ns}/{name}")
+}
+
+/// `/v1/namespaces/{ns}/invocations`: the invocation log.
+pub fn invocations(ns: &str) -> String {
+    format!("{API_PREFIX}/namespaces/{ns}/invocations")
+}
+
+/// `/funcs/{ns}`: the HTML page listing a namespace's functions.
+pub fn funcs_page(ns: &str) -> String {
+    format!("{FUNCS}/{ns}")
 }
