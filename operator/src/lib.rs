@@ -9,6 +9,8 @@
 //!   token minting for `sless-operator token`.
 //! - [`backend`]: the `Backend` trait every engine implements.
 //! - [`codezip`]: safe inspection and extraction of uploaded code zips.
+//! - [`invocations`]: the invocation log (`<data-dir>/invocations.db`) the
+//!   invoke proxy records every call in.
 //! - [`local`]: the embedded backend: SQLite state, builds, supervised processes.
 //! - [`runtimes`]: the Python and Node.js runtime servers embedded in the binary.
 
@@ -17,6 +19,7 @@ pub mod auth;
 pub mod backend;
 pub mod codezip;
 pub mod config;
+pub mod invocations;
 pub mod kube;
 pub mod local;
 pub mod runtimes;
