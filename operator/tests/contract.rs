@@ -82,6 +82,8 @@ macro_rules! contract {
                         super::$scenario(&t).await;
                         let log = t.op().log();
                         assert!(!log.contains("panicked"), "operator panicked:\n{log}");
+                        // The installed operator's RBAC allows every call it made.
+                        super::fake_kube::rbac::assert_covered(t.fake());
                         // It really was the kube backend answering.
                         let seen = t.fake().requests();
                         assert!(

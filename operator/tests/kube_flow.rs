@@ -312,6 +312,7 @@ async fn a_function_builds_once_rolls_out_updates_in_place_heals_and_deletes() {
         .is_empty(),
         "Deployment left behind"
     );
+    fake_kube::rbac::assert_covered(&k.fake);
 }
 
 #[tokio::test]
@@ -393,6 +394,7 @@ async fn a_failed_build_waits_for_new_code_and_delete_while_building_stops_it() 
         )
         .is_empty()
     );
+    fake_kube::rbac::assert_covered(&k.fake);
 }
 
 #[tokio::test]
@@ -519,6 +521,7 @@ async fn triggers_wait_for_their_function_then_get_a_cron_job_or_an_ingress() {
         )
         .is_empty()
     );
+    fake_kube::rbac::assert_covered(&k.fake);
 }
 
 #[tokio::test]
@@ -607,6 +610,7 @@ async fn a_function_job_puts_its_return_value_in_the_message() {
         )
         .is_empty()
     );
+    fake_kube::rbac::assert_covered(&k.fake);
 }
 
 #[tokio::test]
@@ -675,4 +679,5 @@ async fn a_service_rolls_out_and_takes_env_updates_in_place() {
         )
         .is_empty()
     );
+    fake_kube::rbac::assert_covered(&k.fake);
 }

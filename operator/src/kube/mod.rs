@@ -18,6 +18,7 @@ pub mod context;
 pub mod crd;
 pub mod function;
 pub mod job;
+pub mod leader;
 pub mod metrics;
 pub mod names;
 pub mod objstore;

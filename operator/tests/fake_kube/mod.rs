@@ -21,6 +21,7 @@
 #![allow(dead_code)]
 
 pub mod operator;
+pub mod rbac;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -86,6 +87,21 @@ struct Shared {
 #[derive(Clone)]
 pub struct FakeKube {
     shared: Arc<Shared>,
+}
+
+/// One API request in RBAC terms.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ApiCall {
+    /// API group (`""` for core).
+    pub group: String,
+    /// `plural` or `plural/subresource`.
+    pub resource: String,
+    /// RBAC verb.
+    pub verb: String,
+    /// Namespace (`""` for cluster-scoped or all-namespace requests).
+    pub namespace: String,
+    /// Object name (`""` for collections).
+    pub name: String,
 }
 
 /// The parsed target of a request path.
@@ -435,6 +451,43 @@ impl FakeKube {
         self.lock()
             .logs
             .insert((namespace.into(), pod.into()), text.into());
+    }
+
+    /// Every request served so far as the RBAC request it is: API group,
+    /// resource (`plural` or `plural/subresource`), verb, namespace, name.
+    pub fn api_calls(&self) -> Vec<ApiCall> {
+        self.requests()
+            .iter()
+            .filter_map(|r| {
+                let (method, uri) = r.split_once(' ')?;
+                let uri: Uri = uri.parse().ok()?;
+                let t = parse_path(uri.path())?;
+                let q = parse_query(&uri);
+                let verb = match (method, t.name.is_some()) {
+                    ("GET", true) => "get",
+                    ("GET", false) if q.watch => "watch",
+                    ("GET", false) => "list",
+                    ("POST", _) => "create",
+                    ("PUT", _) => "update",
+                    ("PATCH", _) => "patch",
+                    ("DELETE", true) => "delete",
+                    ("DELETE", false) => "deletecollection",
+                    _ => return None,
+                };
+                let group = t.api.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+                let resource = match &t.sub {
+                    Some(sub) => format!("{}/{sub}", t.plural),
+                    None => t.plural.clone(),
+                };
+                Some(ApiCall {
+                    group: group.to_string(),
+                    resource,
+                    verb: verb.to_string(),
+                    namespace: t.namespace.clone().unwrap_or_default(),
+                    name: t.name.clone().unwrap_or_default(),
+                })
+            })
+            .collect()
     }
 
     /// Every request served so far, `METHOD path?query`.
