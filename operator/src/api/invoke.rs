@@ -4,11 +4,14 @@
 use super::AppState;
 use super::error::ApiFailure;
 use super::extract::{Caller, FnName};
+use super::proxy::Record;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
+use sless_wire::InvocationSource;
 
 /// Proxies the request to the function: method, path after `/invoke`, query,
 /// headers (minus hop-by-hop and `Authorization`) and body, all streamed.
+/// The call is recorded in the invocation log (source `invoke`).
 #[utoipa::path(
     method(get, post, put, patch, delete, head, options),
     path = "/v1/namespaces/{ns}/functions/{name}/invoke",
@@ -42,7 +45,8 @@ pub async fn invoke(
     };
     let prefix = sless_wire::paths::function_invoke(&caller.namespace, &name);
     let limit = Some(sless_wire::limits::INVOKE_BODY_MAX_BYTES);
-    super::public::forward_under(&state, &target, &prefix, req, limit).await
+    let record = Record::installed(&caller.namespace, &name, InvocationSource::Invoke, None);
+    super::public::forward_under(&state, &target, &prefix, req, limit, record).await
 }
 
 /// The same endpoint with a path after `/invoke` (documented separately so the

@@ -1,6 +1,7 @@
 //! `GET /metrics`: Prometheus metrics in the text exposition format 0.0.4,
 //! without authentication. The API layer contributes a request counter by
-//! status class ([`HttpCounts`], fed by the request-logging middleware); the
+//! status class ([`HttpCounts`], fed by the request-logging middleware) and
+//! the invocation log's recorded/dropped counters; the
 //! backend appends its own series ([`crate::backend::Backend::metrics_text`],
 //! e.g. the kube controllers' reconcile counters).
 
@@ -66,10 +67,13 @@ pub static HTTP: HttpCounts = HttpCounts::new();
     get,
     path = "/metrics",
     tag = "meta",
-    responses((status = 200, description = "Prometheus metrics (text exposition format 0.0.4): HTTP requests by status class, and the backend's own series (the Kubernetes controllers' reconciles, failures and reconcile time)", body = String, content_type = "text/plain; version=0.0.4"))
+    responses((status = 200, description = "Prometheus metrics (text exposition format 0.0.4): HTTP requests by status class, invocation log records (recorded, dropped), and the backend's own series (the Kubernetes controllers' reconciles, failures and reconcile time)", body = String, content_type = "text/plain; version=0.0.4"))
 )]
 pub async fn serve(State(state): State<AppState>) -> impl IntoResponse {
     let mut text = HTTP.render();
+    if let Some(log) = crate::invocations::installed() {
+        text.push_str(&log.metrics_text());
+    }
     text.push_str(&state.backend.metrics_text());
     ([(CONTENT_TYPE, CONTENT_TYPE_TEXT)], text)
 }

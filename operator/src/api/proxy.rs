@@ -1,5 +1,5 @@
 //! The reverse proxy to a function's HTTP server, shared by the authenticated
-//! invoke endpoint (and, later, public HTTP triggers).
+//! invoke endpoint, public http triggers, cron runs and services.
 //!
 //! Request and response bodies are streamed; hop-by-hop headers (RFC 7230
 //! §6.1) are removed in both directions, and so is the caller's
@@ -10,18 +10,26 @@
 //! it ends the stream early. A process that refuses or drops the connection is
 //! a 502. Request bodies without a known length are forwarded chunked; an empty
 //! body is forwarded as no body (never a stray chunked terminator).
+//!
+//! A request with a [`Record`] is recorded in the invocation log
+//! ([`crate::invocations`]) once its answer has been streamed to the caller
+//! (or the caller went away): method, path, status, duration, request id and
+//! body sizes; never a body, a header or the query string.
 
 use super::error::ApiFailure;
 use crate::backend::InvokeTarget;
+use crate::invocations::InvocationLog;
 use axum::body::Body;
 use axum::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::{Stream, StreamExt};
-use sless_wire::ErrorCode;
+use sless_wire::{ErrorCode, Invocation, InvocationSource};
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 /// The request id header added when a caller sends none.
@@ -58,6 +66,42 @@ pub struct ProxyRequest {
     pub client_addr: Option<SocketAddr>,
     /// Largest body forwarded (413 past it); `None` streams any size.
     pub body_limit: Option<usize>,
+    /// How to record the call in the invocation log; `None`: not recorded.
+    pub record: Option<Record>,
+}
+
+/// Who a proxied call is recorded as, and in which log.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// The log the record goes to.
+    pub log: InvocationLog,
+    /// Namespace of the function.
+    pub namespace: String,
+    /// The function called.
+    pub function: String,
+    /// What made the call.
+    pub source: InvocationSource,
+    /// The trigger's name, for trigger calls.
+    pub trigger: Option<String>,
+}
+
+impl Record {
+    /// A record in the process's invocation log (see
+    /// [`crate::invocations::installed`]); `None` when there is no log.
+    pub fn installed(
+        namespace: &str,
+        function: &str,
+        source: InvocationSource,
+        trigger: Option<&str>,
+    ) -> Option<Record> {
+        crate::invocations::installed().map(|log| Record {
+            log: log.clone(),
+            namespace: namespace.to_string(),
+            function: function.to_string(),
+            source,
+            trigger: trigger.map(str::to_string),
+        })
+    }
 }
 
 /// Builds the shared HTTP client of the proxy: one connection pool for all
@@ -99,20 +143,7 @@ pub fn upstream_headers(
     headers.remove(header::AUTHORIZATION);
     headers.remove(header::EXPECT);
     let host = headers.remove(header::HOST);
-    let request_id = match headers
-        .get(REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty())
-    {
-        Some(id) => id.to_string(),
-        None => {
-            let id = new_request_id();
-            if let Ok(v) = HeaderValue::from_str(&id) {
-                headers.insert(REQUEST_ID, v);
-            }
-            id
-        }
-    };
+    let request_id = request_id(&mut headers);
     if let Some(addr) = client_addr {
         let ip = addr.ip().to_string();
         let value = match headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()) {
@@ -134,6 +165,25 @@ pub fn upstream_headers(
     (headers, request_id)
 }
 
+/// The caller's `X-Request-Id` when it is non-empty text; otherwise a new
+/// one, set in `headers`.
+pub fn request_id(headers: &mut HeaderMap) -> String {
+    match headers
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty())
+    {
+        Some(id) => id.to_string(),
+        None => {
+            let id = new_request_id();
+            if let Ok(v) = HeaderValue::from_str(&id) {
+                headers.insert(REQUEST_ID, v);
+            }
+            id
+        }
+    }
+}
+
 fn new_request_id() -> String {
     let mut b = [0u8; 16];
     if getrandom::fill(&mut b).is_err() {
@@ -148,13 +198,82 @@ fn new_request_id() -> String {
 }
 
 /// Forwards one request to `target` and streams the answer back. Failures
-/// become JSON errors: 504 `upstream_timeout`, 502 `upstream_failed`.
+/// become JSON errors: 504 `upstream_timeout`, 502 `upstream_failed`, 413
+/// past the body limit; every answer carries the request id. With a
+/// [`Record`], the call is recorded in the invocation log when the answer
+/// has been streamed (or dropped).
 pub async fn forward(
     client: &reqwest::Client,
     target: &InvokeTarget,
-    req: ProxyRequest,
+    mut req: ProxyRequest,
 ) -> Response {
     let started = Instant::now();
+    let record = req.record.take();
+    let time = record
+        .as_ref()
+        .map(|_| chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+    let request_id = request_id(&mut req.headers);
+    let method = req.method.to_string();
+    let path = req.path.clone();
+    let declared = super::extract::content_length(&req.headers);
+    let sent = Arc::new(AtomicU64::new(0));
+    let mut resp = exchange(client, target, req, started, &request_id, sent.clone()).await;
+    if !resp.headers().contains_key(REQUEST_ID)
+        && let Ok(v) = HeaderValue::from_str(&request_id)
+    {
+        resp.headers_mut().insert(REQUEST_ID, v);
+    }
+    let Some(record) = record else {
+        return resp;
+    };
+    let pending = Pending {
+        log: record.log,
+        invocation: Invocation {
+            time: time.unwrap_or_default(),
+            namespace: record.namespace,
+            function: record.function,
+            source: record.source,
+            trigger: record.trigger,
+            method,
+            path,
+            status: resp.status().as_u16(),
+            duration_ms: 0,
+            request_id,
+            request_bytes: None,
+            response_bytes: None,
+        },
+        started,
+        declared,
+        sent,
+    };
+    let (parts, body) = resp.into_parts();
+    match axum::body::HttpBody::size_hint(&body).exact() {
+        // The operator's own answer (an error): complete already.
+        Some(n) => {
+            pending.finish(n);
+            Response::from_parts(parts, body)
+        }
+        None => {
+            let body = Body::from_stream(Recorded {
+                inner: body.into_data_stream(),
+                bytes: 0,
+                pending: Some(pending),
+            });
+            Response::from_parts(parts, body)
+        }
+    }
+}
+
+/// The exchange with the function: `req.headers` already carry `request_id`;
+/// `sent` counts the body bytes forwarded.
+async fn exchange(
+    client: &reqwest::Client,
+    target: &InvokeTarget,
+    req: ProxyRequest,
+    started: Instant,
+    request_id: &str,
+    sent: Arc<AtomicU64>,
+) -> Response {
     let mut url = format!("{}{}", target.base_url.trim_end_matches('/'), req.path);
     if let Some(q) = req.query.as_deref().filter(|q| !q.is_empty()) {
         url.push('?');
@@ -169,7 +288,7 @@ pub async fn forward(
         let _ = super::extract::read_limited(req.body, limit, WHAT, |_| {}).await;
         return ApiFailure::too_large(WHAT, limit).into_response();
     }
-    let (headers, request_id) = upstream_headers(req.headers, req.client_addr);
+    let (headers, _) = upstream_headers(req.headers, req.client_addr);
     let empty = axum::body::HttpBody::size_hint(&req.body).exact() == Some(0);
     let over_limit = Arc::new(AtomicBool::new(false));
     let mut builder = client
@@ -181,6 +300,7 @@ pub async fn forward(
             req.body,
             req.body_limit,
             over_limit.clone(),
+            sent,
         )));
     }
     let resp = match builder.send().await {
@@ -207,11 +327,6 @@ pub async fn forward(
     let status = resp.status();
     let mut out_headers = resp.headers().clone();
     strip_hop_by_hop(&mut out_headers);
-    if !out_headers.contains_key(REQUEST_ID)
-        && let Ok(v) = HeaderValue::from_str(&request_id)
-    {
-        out_headers.insert(REQUEST_ID, v);
-    }
     tracing::debug!(
         method = %req.method,
         url = %url,
@@ -226,17 +341,19 @@ pub async fn forward(
     response
 }
 
-/// The body as a stream that fails (setting `over`) once more than `limit`
-/// bytes have passed.
+/// The body as a stream that counts the bytes passed in `sent` and fails
+/// (setting `over`) once more than `limit` bytes have passed.
 fn limited(
     body: Body,
     limit: Option<usize>,
     over: Arc<AtomicBool>,
+    sent: Arc<AtomicU64>,
 ) -> impl Stream<Item = Result<bytes::Bytes, axum::Error>> + Send + 'static {
     let mut seen = 0usize;
     body.into_data_stream().map(move |chunk| {
         let chunk = chunk?;
         seen = seen.saturating_add(chunk.len());
+        sent.store(seen as u64, Ordering::Relaxed);
         if limit.is_some_and(|l| seen > l) {
             over.store(true, Ordering::Relaxed);
             return Err(axum::Error::new(std::io::Error::other(
@@ -245,6 +362,67 @@ fn limited(
         }
         Ok(chunk)
     })
+}
+
+/// A call whose record is written once its answer is complete.
+struct Pending {
+    log: InvocationLog,
+    invocation: Invocation,
+    started: Instant,
+    declared: Option<u64>,
+    sent: Arc<AtomicU64>,
+}
+
+impl Pending {
+    fn finish(mut self, response_bytes: u64) {
+        let inv = &mut self.invocation;
+        inv.duration_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        inv.request_bytes = Some(
+            self.declared
+                .unwrap_or_else(|| self.sent.load(Ordering::Relaxed)),
+        );
+        inv.response_bytes = Some(response_bytes);
+        self.log.record(self.invocation);
+    }
+}
+
+/// A response body that counts its bytes and records the call when it ends,
+/// fails, or is dropped (the caller went away).
+struct Recorded<S> {
+    inner: S,
+    bytes: u64,
+    pending: Option<Pending>,
+}
+
+impl<S> Recorded<S> {
+    fn finish(&mut self) {
+        if let Some(p) = self.pending.take() {
+            p.finish(self.bytes);
+        }
+    }
+}
+
+impl<S> Stream for Recorded<S>
+where
+    S: Stream<Item = Result<bytes::Bytes, axum::Error>> + Unpin,
+{
+    type Item = Result<bytes::Bytes, axum::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        let item = std::task::ready!(this.inner.poll_next_unpin(cx));
+        match &item {
+            Some(Ok(chunk)) => this.bytes = this.bytes.saturating_add(chunk.len() as u64),
+            Some(Err(_)) | None => this.finish(),
+        }
+        Poll::Ready(item)
+    }
+}
+
+impl<S> Drop for Recorded<S> {
+    fn drop(&mut self) {
+        self.finish();
+    }
 }
 
 /// The answer for a failed upstream request.
@@ -361,6 +539,113 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn calls_are_recorded_when_their_answer_is_done() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = InvocationLog::open(dir.path(), 100).unwrap();
+        let app = axum::Router::new().route(
+            "/x",
+            axum::routing::post(|| async { (StatusCode::CREATED, "hello") }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move { axum::serve(listener, app).await });
+        let client = client().unwrap();
+        let record = |trigger: Option<&str>| {
+            Some(Record {
+                log: log.clone(),
+                namespace: "sless-00000000".into(),
+                function: "fn".into(),
+                source: InvocationSource::HttpTrigger,
+                trigger: trigger.map(str::to_string),
+            })
+        };
+        let target = InvokeTarget {
+            base_url: format!("http://{addr}"),
+            timeout: std::time::Duration::from_secs(5),
+        };
+        let r = forward(
+            &client,
+            &target,
+            ProxyRequest {
+                method: Method::POST,
+                path: "/x".into(),
+                query: Some("secret=1".into()),
+                headers: headers(&[("x-request-id", "rid-1"), ("authorization", "Bearer t")]),
+                body: Body::from("12345"),
+                client_addr: None,
+                body_limit: None,
+                record: record(Some("web")),
+            },
+        )
+        .await;
+        assert_eq!(r.status(), StatusCode::CREATED);
+        let body = axum::body::to_bytes(r.into_body(), 1024).await.unwrap();
+        assert_eq!(&body[..], b"hello");
+
+        // An answer nobody reads is recorded when dropped.
+        let r = forward(
+            &client,
+            &target,
+            ProxyRequest {
+                method: Method::POST,
+                path: "/x".into(),
+                query: None,
+                headers: HeaderMap::new(),
+                body: Body::empty(),
+                client_addr: None,
+                body_limit: None,
+                record: record(None),
+            },
+        )
+        .await;
+        let generated = r.headers()[REQUEST_ID].to_str().unwrap().to_string();
+        drop(r);
+
+        // The operator's own error answers are recorded at once, with the id.
+        server.abort();
+        let refused = InvokeTarget {
+            base_url: format!("http://127.0.0.1:{}", {
+                let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                l.local_addr().unwrap().port()
+            }),
+            timeout: std::time::Duration::from_secs(5),
+        };
+        let r = forward(
+            &client,
+            &refused,
+            ProxyRequest {
+                method: Method::GET,
+                path: "/gone".into(),
+                query: None,
+                headers: HeaderMap::new(),
+                body: Body::empty(),
+                client_addr: None,
+                body_limit: None,
+                record: record(None),
+            },
+        )
+        .await;
+        assert_eq!(r.status(), StatusCode::BAD_GATEWAY);
+        assert!(r.headers().contains_key(REQUEST_ID));
+
+        let got = log.query("sless-00000000", None, 10).await.unwrap();
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!((got[0].status, got[0].path.as_str()), (502, "/gone"));
+        assert_eq!(got[0].method, "GET");
+        assert_eq!(got[1].request_id, generated);
+        assert_eq!(got[1].response_bytes, Some(0));
+        let first = &got[2];
+        assert_eq!(first.status, 201);
+        assert_eq!(first.path, "/x", "no query string in the record");
+        assert_eq!(first.request_id, "rid-1");
+        assert_eq!(first.request_bytes, Some(5));
+        assert_eq!(first.response_bytes, Some(5));
+        assert_eq!(first.source, InvocationSource::HttpTrigger);
+        assert_eq!(first.trigger.as_deref(), Some("web"));
+        assert!(first.time.ends_with('Z') && first.time.contains('T'));
+    }
+
+    #[tokio::test]
     async fn refused_connection_is_502_and_slow_function_504() {
         let client = client().unwrap();
         // A port with nothing listening: bind, note the port, close.
@@ -380,6 +665,7 @@ mod tests {
             body: Body::empty(),
             body_limit: None,
             client_addr: None,
+            record: None,
         };
         let r = forward(&client, &target, req()).await;
         assert_eq!(r.status(), StatusCode::BAD_GATEWAY);

@@ -8,22 +8,25 @@
 
 use super::AppState;
 use super::error::ApiFailure;
-use super::proxy::{ProxyRequest, forward};
+use super::proxy::{ProxyRequest, Record, forward};
 use crate::backend::InvokeTarget;
 use axum::extract::{ConnectInfo, RawPathParams, Request, State};
 use axum::response::{IntoResponse, Response};
+use sless_wire::InvocationSource;
 use sless_wire::trigger::TriggerType;
 use std::net::SocketAddr;
 
 /// Proxies `req` to `target`, passing the part of the path after `prefix`
 /// (`/` when none), the query, headers (minus hop-by-hop and `Authorization`)
-/// and the streamed body (413 past `body_limit`).
+/// and the streamed body (413 past `body_limit`); recorded in the invocation
+/// log as `record` says.
 pub async fn forward_under(
     state: &AppState,
     target: &InvokeTarget,
     prefix: &str,
     req: Request,
     body_limit: Option<usize>,
+    record: Option<Record>,
 ) -> Response {
     let suffix = req.uri().path().strip_prefix(prefix).unwrap_or("");
     let path = if suffix.starts_with('/') {
@@ -48,6 +51,7 @@ pub async fn forward_under(
             body,
             client_addr,
             body_limit,
+            record,
         },
     )
     .await
@@ -128,7 +132,13 @@ pub async fn trigger(
     };
     let prefix = sless_wire::paths::trigger_public(&ns, &name);
     let limit = Some(sless_wire::limits::INVOKE_BODY_MAX_BYTES);
-    forward_under(&state, &target, &prefix, req, limit).await
+    let record = Record::installed(
+        &ns,
+        &t.spec.function,
+        InvocationSource::HttpTrigger,
+        Some(&name),
+    );
+    forward_under(&state, &target, &prefix, req, limit, record).await
 }
 
 /// The same URL with a path after the trigger's name (documented separately

@@ -55,7 +55,8 @@ pub async fn service(
     };
     let prefix = sless_wire::paths::service_public(&ns, &name);
     // A service is the user's own HTTP server: bodies stream through unbounded.
-    super::public::forward_under(&state, &target, &prefix, req, None).await
+    // A service is not a function call: not in the invocation log.
+    super::public::forward_under(&state, &target, &prefix, req, None, None).await
 }
 
 /// The same URL with a path after the service's name (documented separately

@@ -46,6 +46,9 @@ pub enum ServeError {
     /// The server task failed.
     #[error("server: {0}")]
     Server(String),
+    /// The invocation log could not be opened.
+    #[error(transparent)]
+    Invocations(#[from] crate::invocations::InvocationLogError),
 }
 
 fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServeError {
@@ -89,6 +92,12 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         .local_addr()
         .map_err(io_err("reading the bound address"))?;
 
+    // Before the backend: cron runs of the local backend record into it.
+    let invocations =
+        crate::invocations::InvocationLog::open(&data_dir, crate::invocations::KEEP_PER_NAMESPACE)?;
+    if !crate::invocations::install(invocations.clone()) {
+        tracing::warn!("an invocation log was already installed in this process; keeping it");
+    }
     let backend = start_backend(&data_dir, kube_options).await?;
     let public_url = args
         .public_url
@@ -152,6 +161,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     };
     tracing::info!("stopping the backend");
     backend.shutdown().await;
+    if let Err(e) = invocations.flush().await {
+        tracing::warn!(error = %e, "cannot flush the invocation log");
+    }
     let _ = std::fs::remove_file(&addr_file);
     tracing::info!("stopped");
     result

@@ -1,19 +1,20 @@
 //! The cron scheduler of one trigger: computes the next run time from the
 //! schedule (croner, seconds allowed), keeps `status.next_run_at`, and at each
 //! tick POSTs the payload to the function through the invoke proxy, with the
-//! function's timeout. Never two runs of one trigger at once: a tick while a
-//! run is still going is skipped, counted in `status.skipped` and logged. A
-//! function that is missing or not Ready is not called; the tick is logged
-//! and the next one tries again.
+//! function's timeout (each run is recorded in the invocation log as source
+//! `cron`). Never two runs of one trigger at once: a tick while a run is still
+//! going is skipped, counted in `status.skipped` and logged. A function that
+//! is missing or not Ready is not called; the tick is logged and the next one
+//! tries again.
 
 use super::{Inner, Key, LocalBackend};
-use crate::api::proxy::{ProxyRequest, forward};
+use crate::api::proxy::{ProxyRequest, Record, forward};
 use crate::backend::{Backend, InvokeTarget};
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use chrono::{DateTime, SecondsFormat, Utc};
 use sless_wire::trigger::{TriggerRun, TriggerSpec};
-use sless_wire::{ErrorBody, ErrorCode};
+use sless_wire::{ErrorBody, ErrorCode, InvocationSource};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -218,6 +219,7 @@ async fn run_once(
             client_addr: None,
             // The payload is the trigger's own, already bounded by validation.
             body_limit: None,
+            record: Record::installed(&key.0, &spec.function, InvocationSource::Cron, Some(&key.1)),
         },
     )
     .await;
