@@ -554,6 +554,57 @@ async fn triggers_are_trigger_resources() {
 }
 
 #[tokio::test]
+async fn cron_seconds_other_than_zero_are_a_400_naming_schedule_with_no_write() {
+    // Seconds = 0 is kept as written in the resource (the CronJob gets the
+    // five-field form); any other seconds field is refused before the
+    // Trigger is written: a CronJob runs at minute resolution.
+    let mut steps = ensure_steps(true);
+    steps.push(Step::new(Method::POST, tr_uri("?")).status(201).check(|b| {
+        assert_eq!(b["spec"]["schedule"], "0 */5 * * * *", "as written");
+    }));
+    // The second create: the namespace is known, only checked; no POST.
+    steps.extend(ensure_steps(false));
+    // The update: the API layer's read and the backend's read; no PUT.
+    steps.push(Step::new(Method::GET, tr_uri("/tick")).answer(200, trigger_json("tick", None)));
+    steps.push(Step::new(Method::GET, tr_uri("/tick")).answer(200, trigger_json("tick", None)));
+    let out = scenario(steps, async |r| {
+        let path = sless_wire::paths::triggers(&ns());
+        let create = |name: &str, schedule: &str| {
+            json!({"name": name, "function": "hello", "type": "cron", "schedule": schedule})
+        };
+        let (status, created) = r
+            .call(Method::POST, &path, Some(create("tick", "0 */5 * * * *")))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        assert_eq!(created["spec"]["schedule"], "0 */5 * * * *");
+
+        let (status, err) = r
+            .call(Method::POST, &path, Some(create("fast", "*/10 * * * * *")))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{err}");
+        assert_eq!(err["error"]["code"], "invalid_field", "{err}");
+        assert_eq!(err["error"]["field"], "schedule", "{err}");
+        let message = err["error"]["message"].as_str().unwrap();
+        assert!(message.contains("Kubernetes backend"), "{message}");
+        assert!(message.contains("minute resolution"), "{message}");
+
+        let one = sless_wire::paths::trigger(&ns(), "tick");
+        let (status, err) = r
+            .call(
+                Method::PATCH,
+                &one,
+                Some(json!({"schedule": "30 */5 * * * *"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{err}");
+        assert_eq!(err["error"]["code"], "invalid_field", "{err}");
+        assert_eq!(err["error"]["field"], "schedule", "{err}");
+    })
+    .await;
+    out.assert_complete();
+}
+
+#[tokio::test]
 async fn jobs_are_functionjob_resources_with_generations() {
     let ju = |rest: &str| {
         format!(
@@ -690,10 +741,25 @@ async fn cron_runs_and_restarts_from_the_resource_status_reach_the_api() {
     disabled["status"]["phase"] = json!("Disabled");
     let mut f = function_json("hello", Some("Ready"));
     f["status"]["restarts"] = json!(3);
+    let svc = json!({
+        "apiVersion": "sless.kube5s.ru/v1alpha1", "kind": "Service",
+        "metadata": {"name": "api", "namespace": ns(), "creationTimestamp": "2026-12-02T10:00:00Z"},
+        "spec": {"runtime": "python3.11", "entrypoint": "app.py", "envVars": {}, "memoryMb": 128,
+                 "timeoutSec": 30, "healthPath": "/"},
+        "status": {"phase": "Ready", "restarts": 2},
+    });
     let steps = vec![
         Step::new(Method::GET, tr_uri("/tick")).answer(200, active),
         Step::new(Method::GET, tr_uri("/tick")).answer(200, disabled),
         Step::new(Method::GET, fn_uri("/hello")).answer(200, f),
+        Step::new(
+            Method::GET,
+            format!(
+                "/apis/sless.kube5s.ru/v1alpha1/namespaces/{}/services/api",
+                ns()
+            ),
+        )
+        .answer(200, svc),
     ];
     let out = scenario(steps, async |r| {
         let one = sless_wire::paths::trigger(&ns(), "tick");
@@ -723,6 +789,11 @@ async fn cron_runs_and_restarts_from_the_resource_status_reach_the_api() {
             .await;
         assert_eq!(status, StatusCode::OK, "{f}");
         assert_eq!(f["status"]["restarts"], 3);
+        let (status, s) = r
+            .call(Method::GET, &sless_wire::paths::service(&ns(), "api"), None)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{s}");
+        assert_eq!(s["status"]["restarts"], 2);
     })
     .await;
     out.assert_complete();

@@ -1,5 +1,6 @@
 //! Reconcile tests of the sless Service controller against a scripted API
-//! server: deploy after the build, in-place updates, self-healing, cleanup.
+//! server: deploy after the build, in-place updates, self-healing, container
+//! restarts in the status, cleanup.
 
 mod kube_mock;
 
@@ -125,6 +126,47 @@ fn deployment_for(s: &SlessService) -> Value {
     .unwrap()
 }
 
+/// The list of the service's pods (by app label), answered with pods whose
+/// single container restarted `restarts[i]` times.
+fn list_pods(restarts: &[i32]) -> Step {
+    let items: Vec<Value> = restarts
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            json!({"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": format!("svc-api-{i}"), "namespace": DNS,
+                                "labels": {names::APP_LABEL: "svc-api"}},
+                   "status": {"containerStatuses": [{"name": "service", "image": "i", "imageID": "",
+                                                     "ready": true, "restartCount": n}]}})
+        })
+        .collect();
+    Step::new(
+        Method::GET,
+        format!("/api/v1/namespaces/{DNS}/pods?&labelSelector=sless.kube5s.ru%2Fapp%3Dsvc-api"),
+    )
+    .answer(
+        200,
+        json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": items}),
+    )
+}
+
+/// The Deployment apply (answered with an available Deployment), the
+/// Service apply and the pod list of a Ready service's reconcile.
+fn ready_steps(s: &SlessService, pods: Step) -> Vec<Step> {
+    vec![
+        Step::new(
+            Method::PATCH,
+            format!("/apis/apps/v1/namespaces/{DNS}/deployments/svc-api{APPLY}"),
+        )
+        .answer(200, ready(&deployment_for(s))),
+        Step::new(
+            Method::PATCH,
+            format!("/api/v1/namespaces/{DNS}/services/svc-api{APPLY}"),
+        ),
+        pods,
+    ]
+}
+
 #[tokio::test]
 async fn a_built_service_self_heals_when_its_deployment_was_deleted() {
     // The Deployment watch fired on a hand delete: apply recreates it (201),
@@ -158,6 +200,7 @@ async fn a_built_service_self_heals_when_its_deployment_was_deleted() {
                 Method::PATCH,
                 format!("/api/v1/namespaces/{DNS}/services/svc-api{APPLY}"),
             ),
+            list_pods(&[]),
             status_step(|b| {
                 assert_eq!(b["status"]["phase"], "Building");
                 assert_eq!(b["status"]["message"], "starting");
@@ -202,11 +245,49 @@ async fn memory_and_env_change_update_the_deployment_in_place() {
                 Method::PATCH,
                 format!("/api/v1/namespaces/{DNS}/services/svc-api{APPLY}"),
             ),
+            list_pods(&[]),
         ],
     )
     .await;
     out.assert_complete();
     assert!(out.events.is_empty());
+    assert_eq!(action, Action::requeue(service::REQUEUE_READY));
+}
+
+#[tokio::test]
+async fn container_restarts_of_the_pods_are_recorded_in_the_status() {
+    // A crash restarts the container: the pod turns unready and back, the
+    // watched Deployment changes, and the reconcile reads the pods.
+    let s = svc(true);
+    let mut steps = ready_steps(&s, list_pods(&[2, 1]));
+    steps.push(status_step(|b| {
+        assert_eq!(b["status"]["restarts"], 3);
+        assert_eq!(b["status"]["phase"], "Ready");
+    }));
+    let (action, out) = run(s, steps).await;
+    out.assert_complete();
+    assert!(out.events.is_empty(), "still Ready: no event");
+    assert_eq!(action, Action::requeue(service::REQUEUE_READY));
+
+    // Recorded already: no status write.
+    let mut s = svc(true);
+    s.status.as_mut().unwrap().restarts = 3;
+    let steps = ready_steps(&s, list_pods(&[2, 1]));
+    let (_, out) = run(s, steps).await;
+    out.assert_complete();
+
+    // The count is informational: a failed pod list keeps the recorded value
+    // and does not fail the reconcile.
+    let mut s = svc(true);
+    s.status.as_mut().unwrap().restarts = 3;
+    let pods = Step::new(
+        Method::GET,
+        format!("/api/v1/namespaces/{DNS}/pods?&labelSelector=sless.kube5s.ru%2Fapp%3Dsvc-api"),
+    )
+    .answer(500, status_body(500, "InternalError", "etcd is sad"));
+    let steps = ready_steps(&s, pods);
+    let (action, out) = run(s, steps).await;
+    out.assert_complete();
     assert_eq!(action, Action::requeue(service::REQUEUE_READY));
 }
 

@@ -256,6 +256,66 @@ async fn cron_trigger_gets_a_forbid_concurrency_cronjob_with_pinned_curl() {
     assert_eq!(out.event_reasons(), ["Active"]);
 }
 
+#[tokio::test]
+async fn a_six_field_schedule_with_zero_seconds_runs_as_five_fields() {
+    let mut t = trigger("cron", true);
+    t.spec.schedule = Some("0 */5 * * * *".into());
+    let (_, out) = run(
+        t,
+        vec![
+            get_function(Some("Ready")),
+            Step::new(
+                Method::PATCH,
+                format!("/apis/batch/v1/namespaces/{DNS}/cronjobs/tr-web{APPLY}"),
+            )
+            .check(|b| assert_eq!(b["spec"]["schedule"], "*/5 * * * *")),
+            list_jobs(vec![]),
+            status_step(|b| {
+                assert_eq!(b["status"]["phase"], "Active");
+                let next: k8s_openapi::jiff::Timestamp =
+                    b["status"]["nextRunAt"].as_str().unwrap().parse().unwrap();
+                assert_eq!(next.as_second() % 300, 0, "on a */5 minute: {next}");
+            }),
+        ],
+    )
+    .await;
+    out.assert_complete();
+}
+
+#[tokio::test]
+async fn a_schedule_with_seconds_kubernetes_cannot_run_gets_no_cronjob_and_says_why() {
+    // Written past the REST API (which refuses it): no CronJob is applied
+    // (the API server would refuse it on every reconcile), an older one is
+    // removed, and the status explains; nothing is retried until the
+    // trigger changes.
+    for enabled in [true, false] {
+        let mut t = trigger("cron", enabled);
+        t.spec.schedule = Some("*/10 * * * * *".into());
+        let (action, out) = run(
+            t,
+            vec![
+                Step::new(
+                    Method::DELETE,
+                    format!("/apis/batch/v1/namespaces/{DNS}/cronjobs/tr-web?"),
+                )
+                .answer(404, status_body(404, "NotFound", "gone")),
+                status_step(move |b| {
+                    let s = &b["status"];
+                    assert_eq!(s["phase"], if enabled { "Waiting" } else { "Disabled" });
+                    let message = s["message"].as_str().unwrap();
+                    assert!(message.contains("minute resolution"), "{message}");
+                    assert!(s["nextRunAt"].is_null());
+                    assert_eq!(s["conditions"][0]["reason"], "UnsupportedSchedule");
+                }),
+            ],
+        )
+        .await;
+        out.assert_complete();
+        assert!(out.events.is_empty());
+        assert_eq!(action, Action::await_change());
+    }
+}
+
 /// An Active cron trigger that counted `counted` runs up to Job `tr-web-a`.
 fn active_cron(schedule: &str, counted: u64, last_run: Option<Value>) -> Trigger {
     let mut t = trigger("cron", true);

@@ -176,6 +176,18 @@ pub fn trigger_to_wire(t: &Trigger) -> Result<sless_wire::Trigger> {
     })
 }
 
+/// Refuses (400 naming `schedule`) a cron schedule a CronJob cannot run:
+/// six fields with seconds other than `0` (see
+/// [`builders::cron_job_schedule`]). The spec keeps the schedule as written.
+fn cron_schedule_runs_here(s: &sless_wire::TriggerSpec) -> Result<()> {
+    if s.trigger_type == sless_wire::TriggerType::Cron
+        && let Some(schedule) = &s.schedule
+    {
+        builders::cron_job_schedule(schedule)?;
+    }
+    Ok(())
+}
+
 fn trigger_spec(s: &sless_wire::TriggerSpec) -> TriggerSpec {
     TriggerSpec {
         function: s.function.clone(),
@@ -274,7 +286,7 @@ pub fn service_to_wire(v: &SlessService) -> Result<sless_wire::Service> {
             source_hash: code.and_then(|c| c.source_hash.clone()),
             url: st.url.clone(),
             last_built_at: None,
-            restarts: 0,
+            restarts: st.restarts,
         },
         created_at,
         updated_at,
@@ -821,6 +833,7 @@ impl Backend for KubeBackend {
         name: &str,
         spec: sless_wire::TriggerSpec,
     ) -> Result<sless_wire::Trigger> {
+        cron_schedule_runs_here(&spec)?;
         let mut t = Trigger::new(name, trigger_spec(&spec));
         t.metadata.annotations = Some(BTreeMap::from([(UPDATED_AT.to_string(), now())]));
         let created = self
@@ -871,6 +884,9 @@ impl Backend for KubeBackend {
             let next = update.apply_to(&current)?;
             if next == current {
                 return trigger_to_wire(&t);
+            }
+            if next.schedule != current.schedule {
+                cron_schedule_runs_here(&next)?;
             }
             t.spec = trigger_spec(&next);
             t.annotations_mut().insert(UPDATED_AT.to_string(), now());

@@ -24,6 +24,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use sless_wire::Runtime;
+use sless_wire::validate::FieldError;
 use std::collections::BTreeMap;
 
 /// The curl image cron jobs call functions with (pinned, never `latest`).
@@ -560,10 +561,37 @@ pub fn trigger_url(opts: &KubeOptions, ns: &str, trigger: &str) -> String {
 /// trigger's `nextRunAt` is computed in it).
 pub const CRON_TIME_ZONE: &str = "Etc/UTC";
 
+/// The CronJob form of a (validated) trigger schedule. A CronJob takes five
+/// fields (minute resolution), while the API also accepts six with leading
+/// seconds (the local backend runs them at second resolution): six fields
+/// whose seconds field is exactly `0` become the equivalent five, any other
+/// six-field schedule is refused, naming `schedule`. Five-field schedules
+/// and nicknames (`@hourly`) are kept as written (trimmed). The trigger's
+/// spec keeps the schedule as the user wrote it; only the CronJob differs.
+pub fn cron_job_schedule(schedule: &str) -> Result<String, FieldError> {
+    let fields: Vec<&str> = schedule.split_whitespace().collect();
+    match fields.as_slice() {
+        [seconds, rest @ ..] if rest.len() == 5 => {
+            if *seconds == "0" {
+                Ok(rest.join(" "))
+            } else {
+                Err(FieldError::invalid(
+                    "schedule",
+                    format!(
+                        "{schedule:?} has a seconds field ({seconds:?}), but the Kubernetes backend runs cron triggers at minute resolution: use five fields \"minute hour day-of-month month day-of-week\", or 0 as the seconds field (other seconds need the local backend)"
+                    ),
+                ))
+            }
+        }
+        _ => Ok(schedule.trim().to_string()),
+    }
+}
+
 /// A cron trigger's CronJob beside the function: a pinned curl POSTs the
 /// payload to the function's Service; never two runs at once. The schedule
-/// is read in UTC; the Jobs it spawns carry the trigger's owner labels (the
-/// trigger controller watches them to record runs).
+/// is read in UTC and converted by [`cron_job_schedule`] (an error when
+/// Kubernetes cannot run it); the Jobs it spawns carry the trigger's owner
+/// labels (the trigger controller watches them to record runs).
 pub fn cron_job(
     ns: &str,
     trigger: &str,
@@ -571,7 +599,8 @@ pub fn cron_job(
     schedule: &str,
     payload: Option<&str>,
     suspend: bool,
-) -> CronJob {
+) -> Result<CronJob, FieldError> {
+    let schedule = cron_job_schedule(schedule)?;
     let name = names::workload_name(OwnerKind::Trigger, trigger);
     let mut labels = names::owner_labels(OwnerKind::Trigger, ns, trigger);
     let job_labels = labels.clone();
@@ -579,10 +608,10 @@ pub fn cron_job(
     pod_labels.insert(names::CALLER_LABEL.to_string(), "true".to_string());
     labels.insert(names::CALLER_LABEL.to_string(), "true".to_string());
     let url = format!("{}/", service_url(OwnerKind::Function, ns, function));
-    CronJob {
+    Ok(CronJob {
         metadata: meta(&name, &names::deploy_namespace(ns), labels),
         spec: CronJobSpec {
-            schedule: schedule.to_string(),
+            schedule,
             time_zone: Some(CRON_TIME_ZONE.to_string()),
             concurrency_policy: Some("Forbid".to_string()),
             suspend: Some(suspend),
@@ -631,7 +660,7 @@ pub fn cron_job(
             ..Default::default()
         },
         ..Default::default()
-    }
+    })
 }
 
 /// A deploy namespace `sless-fn-<ns>`, labelled with its user namespace.
@@ -997,7 +1026,8 @@ mod tests {
             "*/5 * * * *",
             Some("{\"x\":1}"),
             false,
-        );
+        )
+        .unwrap();
         assert_eq!(c.metadata.namespace.as_deref(), Some("sless-fn-sless-1"));
         let spec = c.spec;
         assert_eq!(spec.concurrency_policy.as_deref(), Some("Forbid"));
@@ -1023,6 +1053,54 @@ mod tests {
             args.last().unwrap(),
             "http://fn-hello.sless-fn-sless-1.svc.cluster.local/"
         );
+    }
+
+    #[test]
+    fn six_field_schedules_with_zero_seconds_become_five_fields() {
+        for (given, cron_job) in [
+            ("*/5 * * * *", "*/5 * * * *"),
+            ("0 0 * * FRI", "0 0 * * FRI"),
+            ("@hourly", "@hourly"),
+            ("  */5 * * * *  ", "*/5 * * * *"),
+            ("0 */5 * * * *", "*/5 * * * *"),
+            ("0 0 9-17 * * 1-5", "0 9-17 * * 1-5"),
+            ("0  30\t2 * *   SUN", "30 2 * * SUN"),
+        ] {
+            assert_eq!(
+                cron_job_schedule(given).as_deref(),
+                Ok(cron_job),
+                "{given:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn other_six_field_schedules_are_refused_naming_the_schedule() {
+        for given in [
+            "*/10 * * * * *",
+            "30 * * * * *",
+            "00 */5 * * * *",
+            "0,30 * * * * *",
+        ] {
+            let err = cron_job_schedule(given).unwrap_err();
+            assert_eq!(err.field, "schedule", "{given:?}");
+            assert!(!err.missing);
+            assert!(
+                err.message.contains("minute resolution"),
+                "{given:?}: {}",
+                err.message
+            );
+            let e = cron_job("sless-1", "tick", "hello", given, None, false).unwrap_err();
+            assert_eq!(e, err, "the builder refuses it too");
+        }
+    }
+
+    #[test]
+    fn cron_job_gets_the_five_field_form_of_a_zero_seconds_schedule() {
+        let c = cron_job("sless-1", "tick", "hello", "0 */5 * * * *", None, true).unwrap();
+        let spec = c.spec;
+        assert_eq!(spec.schedule, "*/5 * * * *");
+        assert_eq!(spec.suspend, Some(true));
     }
 
     #[test]

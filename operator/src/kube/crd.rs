@@ -425,6 +425,10 @@ pub struct SlessServiceStatus {
     /// In-cluster URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// Container restarts summed over the service's current pods (read
+    /// when the service is reconciled).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub restarts: u32,
     /// `Built` and `Ready` conditions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,

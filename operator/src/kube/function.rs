@@ -269,9 +269,14 @@ pub fn pod_restarts(pods: &[Pod]) -> u32 {
 }
 
 /// Reads the restarts of the workload's pods (label `APP_LABEL=<workload>`)
-/// into `restarts`. Informational: a failed list keeps the previous value
-/// (and is logged) rather than failing the reconcile.
-async fn record_restarts(ctx: &Ctx, deploy_ns: &str, workload: &str, restarts: &mut u32) {
+/// into `restarts` (functions and services). Informational: a failed list
+/// keeps the previous value (and is logged) rather than failing the reconcile.
+pub(crate) async fn record_restarts(
+    ctx: &Ctx,
+    deploy_ns: &str,
+    workload: &str,
+    restarts: &mut u32,
+) {
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), deploy_ns);
     let selector = format!("{}={workload}", names::APP_LABEL);
     match pods.list(&ListParams::default().labels(&selector)).await {

@@ -4,13 +4,15 @@
 //! `sless-fn-<ns>`. Env, command, memory and health path changes are applied
 //! in place (no rebuild). Self-healing: children are watched by owner label
 //! and Ready services are re-reconciled every 60 s, so a Deployment deleted
-//! by hand is recreated.
+//! by hand is recreated. Like the Function controller, each deploy step lists
+//! the service's pods (no pod watch) and records their container restarts in
+//! `status.restarts`.
 
 use super::KubeError;
 use super::build::{self, Progress};
 use super::builders::{self, Workload};
 use super::crd::{SlessService, SlessServiceStatus};
-use super::function::{Ctx, deployment_ready, is_status, set_condition};
+use super::function::{Ctx, deployment_ready, is_status, record_restarts, set_condition};
 use super::names::{self, FIELD_MANAGER, OwnerKind};
 use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -199,6 +201,7 @@ async fn apply(s: Arc<SlessService>, ctx: Arc<Ctx>) -> Result<Action, KubeError>
         )
         .await?;
     st.url = Some(builders::service_url(OwnerKind::Service, &ns, &name));
+    record_restarts(&ctx, &deploy_ns, &wname, &mut st.restarts).await;
     let ready = deployment_ready(&applied);
     if ready {
         st.phase = Some("Ready".into());

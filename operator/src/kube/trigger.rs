@@ -6,6 +6,10 @@
 //! requeued every 15 s. Disabled http triggers lose their children (the URL
 //! answers 404); disabled cron triggers are suspended. Children carry owner
 //! labels (they live in `sless-fn-<ns>`) and are deleted by the finalizer.
+//! A CronJob runs at minute resolution: a six-field schedule whose seconds
+//! field is `0` is applied as its five fields; other seconds are refused by
+//! the REST API, and a resource that has one anyway gets no CronJob and a
+//! status message saying why.
 //!
 //! Cron runs are recorded in the status from the Jobs the CronJob spawns
 //! (they carry the owner labels and are watched, so a finished run updates
@@ -45,11 +49,14 @@ pub const REQUEUE_WAITING: Duration = Duration::from_secs(15);
 /// Periodic requeue of active triggers (self-healing).
 pub const REQUEUE_ACTIVE: Duration = Duration::from_secs(60);
 
-/// The next run time of `schedule` after `now`, RFC 3339 in UTC (what the
-/// CronJob, whose time zone is UTC, will do); `None` for a schedule that
-/// does not parse or never fires again.
+/// The next run time of `schedule` after `now`, RFC 3339 in UTC: what the
+/// CronJob built from it (time zone UTC, minute resolution, see
+/// [`builders::cron_job_schedule`]) will do. `None` for a schedule that does
+/// not parse, that Kubernetes cannot run (seconds other than 0), or that
+/// never fires again.
 pub fn next_run_at(schedule: &str, now: DateTime<Utc>) -> Option<String> {
-    let cron = sless_wire::validate::cron_schedule("schedule", schedule).ok()?;
+    let cron_job = builders::cron_job_schedule(schedule).ok()?;
+    let cron = sless_wire::validate::cron_schedule("schedule", &cron_job).ok()?;
     let next = cron.find_next_occurrence(&now, false).ok()?;
     Some(next.to_rfc3339_opts(SecondsFormat::Secs, true))
 }
@@ -258,6 +265,46 @@ async fn apply(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
         st.url = Some(builders::trigger_url(&ctx.opts, &ns, &name));
     }
     let pp = PatchParams::apply(FIELD_MANAGER).force();
+    // A cron trigger's CronJob (suspended while disabled), or why Kubernetes
+    // cannot run its schedule.
+    let cron = match (&t.spec.schedule, is_http) {
+        (Some(schedule), false) => Some(builders::cron_job(
+            &ns,
+            &name,
+            &t.spec.function,
+            schedule,
+            t.spec.payload.as_deref(),
+            !t.spec.enabled,
+        )),
+        _ => None,
+    };
+    if let Some(Err(e)) = &cron {
+        // The API refuses such schedules; this one was written past it
+        // (kubectl) or before it did. No CronJob can run it, so none is left
+        // running an older schedule, and the status says why.
+        delete_if_present(
+            &Api::<CronJob>::namespaced(ctx.client.clone(), &deploy_ns),
+            &child,
+        )
+        .await?;
+        let phase = if t.spec.enabled {
+            "Waiting"
+        } else {
+            "Disabled"
+        };
+        st.phase = Some(phase.into());
+        st.message = Some(e.message.clone());
+        st.next_run_at = None;
+        set_condition(
+            &mut st.conditions,
+            "Ready",
+            false,
+            "UnsupportedSchedule",
+            &e.message,
+        );
+        patch_status(&api, &name, &old, &st).await?;
+        return Ok(Action::await_change());
+    }
 
     if !t.spec.enabled {
         if is_http {
@@ -271,17 +318,9 @@ async fn apply(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
                 &child,
             )
             .await?;
-        } else if let Some(schedule) = &t.spec.schedule {
-            let cj = builders::cron_job(
-                &ns,
-                &name,
-                &t.spec.function,
-                schedule,
-                t.spec.payload.as_deref(),
-                true,
-            );
+        } else if let Some(Ok(cj)) = &cron {
             Api::<CronJob>::namespaced(ctx.client.clone(), &deploy_ns)
-                .patch(&child, &pp, &Patch::Apply(&cj))
+                .patch(&child, &pp, &Patch::Apply(cj))
                 .await?;
             // A run that was going when the trigger was disabled still counts.
             record_runs(&ctx, &ns, &name, &mut st).await;
@@ -333,23 +372,16 @@ async fn apply(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
             .patch(&child, &pp, &Patch::Apply(&ing))
             .await?;
     } else {
-        let Some(schedule) = &t.spec.schedule else {
+        // No schedule (an unsupported one was answered above).
+        let (Some(schedule), Some(Ok(cj))) = (&t.spec.schedule, &cron) else {
             st.phase = Some("Waiting".into());
             st.message = Some("a cron trigger needs a schedule".into());
             st.next_run_at = None;
             patch_status(&api, &name, &old, &st).await?;
             return Ok(Action::await_change());
         };
-        let cj = builders::cron_job(
-            &ns,
-            &name,
-            &t.spec.function,
-            schedule,
-            t.spec.payload.as_deref(),
-            false,
-        );
         Api::<CronJob>::namespaced(ctx.client.clone(), &deploy_ns)
-            .patch(&child, &pp, &Patch::Apply(&cj))
+            .patch(&child, &pp, &Patch::Apply(cj))
             .await?;
         record_runs(&ctx, &ns, &name, &mut st).await;
         st.next_run_at = next_run_at(schedule, Utc::now());
@@ -489,6 +521,14 @@ mod tests {
             Some("2026-12-02T10:10:00Z")
         );
         assert_eq!(next_run_at("not a schedule", now), None);
+        // Six fields: seconds = 0 is the five-field schedule the CronJob
+        // gets; other seconds cannot run on Kubernetes, so no next run.
+        assert_eq!(
+            next_run_at("0 */5 * * * *", now).as_deref(),
+            Some("2026-12-02T10:05:00Z")
+        );
+        assert_eq!(next_run_at("*/10 * * * * *", now), None);
+        assert_eq!(next_run_at("30 */5 * * * *", now), None);
     }
 
     #[test]
