@@ -5,7 +5,9 @@
 //! - [`extract`]: the authenticated [`extract::Caller`] (401/403), path names,
 //!   JSON bodies and query strings.
 //! - [`error`]: `crate::Error` → status + `ErrorBody`, in one place.
-//! - [`namespaces`], [`functions`], [`code`], [`logs`], [`invoke`]: handlers.
+//! - [`namespaces`], [`functions`], [`code`], [`logs`], [`invoke`],
+//!   [`invocations`] (the invocation log): handlers.
+//! - [`funcs`]: the HTML page of a namespace (`/funcs/{ns}`, `/funcs?token=`).
 //! - [`proxy`]: the reusable streaming reverse proxy.
 //! - [`openapi`]: the generated OpenAPI document.
 //! - [`metrics`]: `/metrics` (Prometheus text format, no auth).
@@ -14,7 +16,9 @@
 pub mod code;
 pub mod error;
 pub mod extract;
+pub mod funcs;
 pub mod functions;
+pub mod invocations;
 pub mod invoke;
 pub mod jobs;
 pub mod logs;

@@ -1,7 +1,7 @@
 //! The OpenAPI document, generated from the handlers and wire types.
 
 use super::{code, functions, invoke, logs, namespaces, public, router, triggers};
-use super::{jobs, metrics, public_services, services};
+use super::{funcs, invocations, jobs, metrics, public_services, services};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use std::sync::OnceLock;
@@ -53,6 +53,9 @@ use utoipa::{Modify, OpenApi};
         services::logs,
         public_services::service,
         public_services::service_rest,
+        invocations::list,
+        funcs::own,
+        funcs::namespace,
     ),
     components(schemas(
         sless_wire::ErrorBody,
@@ -90,6 +93,9 @@ use utoipa::{Modify, OpenApi};
         sless_wire::ServiceSpec,
         sless_wire::ServiceStatus,
         sless_wire::ServiceList,
+        sless_wire::Invocation,
+        sless_wire::InvocationSource,
+        sless_wire::InvocationList,
     )),
     modifiers(&BearerAuth),
     tags(
@@ -100,6 +106,8 @@ use utoipa::{Modify, OpenApi};
         (name = "public", description = "Unauthenticated public URLs of http triggers"),
         (name = "jobs", description = "Jobs: run code once with an input and keep its return value"),
         (name = "services", description = "Services: long-running processes on a public URL"),
+        (name = "invocations", description = "The invocation log: every proxied function call"),
+        (name = "pages", description = "Server-rendered HTML pages (token in the header or `?token=`)"),
         (name = "meta", description = "Health, metrics and this document"),
     )
 )]
@@ -182,6 +190,9 @@ mod tests {
             "/v1/namespaces/{ns}/services/{name}/logs",
             "/s/{ns}/{name}",
             "/s/{ns}/{name}/{rest}",
+            "/v1/namespaces/{ns}/invocations",
+            "/funcs",
+            "/funcs/{ns}",
         ] {
             assert!(paths.contains_key(p), "missing {p}");
         }

@@ -2,7 +2,7 @@
 
 use super::error::ApiFailure;
 use super::{AppState, code, functions, invoke, logs, namespaces, openapi, public, triggers};
-use super::{jobs, metrics, public_services, services};
+use super::{funcs, invocations, jobs, metrics, public_services, services};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{StatusCode, Uri};
@@ -12,7 +12,8 @@ use axum::routing::{any, get, post, put};
 use sless_wire::ErrorCode;
 use std::time::Instant;
 
-/// Builds the HTTP application: `/healthz`, `/openapi.json`, `/metrics` and `/v1/...`.
+/// Builds the HTTP application: `/healthz`, `/openapi.json`, `/metrics`,
+/// `/funcs[/{ns}]` (HTML), `/v1/...` and the public `/t/...`, `/s/...` URLs.
 pub fn router(state: AppState) -> Router {
     const FUNCTION: &str = "/v1/namespaces/{ns}/functions/{name}";
     let v1 = Router::new()
@@ -76,7 +77,8 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/v1/namespaces/{ns}/services/{name}/logs",
             get(services::logs),
-        );
+        )
+        .route("/v1/namespaces/{ns}/invocations", get(invocations::list));
     let public_routes = Router::new()
         .route("/t/{ns}/{name}", any(public::trigger))
         .route("/t/{ns}/{name}/", any(public::trigger))
@@ -88,6 +90,8 @@ pub fn router(state: AppState) -> Router {
         .route(sless_wire::paths::HEALTHZ, get(healthz))
         .route(sless_wire::paths::OPENAPI, get(openapi::serve))
         .route(sless_wire::paths::METRICS, get(metrics::serve))
+        .route(sless_wire::paths::FUNCS, get(funcs::own))
+        .route("/funcs/{ns}", get(funcs::namespace))
         .merge(v1)
         .merge(public_routes)
         .fallback(not_found)
@@ -124,8 +128,9 @@ async fn method_not_allowed() -> ApiFailure {
     )
 }
 
-/// Logs every request: method, path (never headers or query), status, time;
-/// and counts it by status class for `/metrics`.
+/// Logs every request: method, path (never headers or query: `/funcs?token=`
+/// carries a token there), status, time; and counts it by status class for
+/// `/metrics`.
 async fn log_requests(req: Request, next: Next) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
