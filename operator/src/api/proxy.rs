@@ -14,7 +14,8 @@
 //! A request with a [`Record`] is recorded in the invocation log
 //! ([`crate::invocations`]) once its answer has been streamed to the caller
 //! (or the caller went away): method, path, status, duration, request id and
-//! body sizes; never a body, a header or the query string.
+//! body sizes; never a body, a header or the query string. The operator's
+//! own log lines name the path, never the query string either.
 
 use super::error::ApiFailure;
 use crate::backend::InvokeTarget;
@@ -312,10 +313,13 @@ async fn exchange(
             return ApiFailure::too_large(WHAT, limit).into_response();
         }
         Err(e) => {
+            // Logged without the URL: its query string may hold secrets.
+            let e = e.without_url();
             let failure = upstream_failure(&e, target);
             tracing::warn!(
                 method = %req.method,
-                url = %url,
+                upstream = %target.base_url,
+                path = %req.path,
                 request_id = %request_id,
                 status = failure.status.as_u16(),
                 error = %error_chain(&e),
@@ -329,7 +333,8 @@ async fn exchange(
     strip_hop_by_hop(&mut out_headers);
     tracing::debug!(
         method = %req.method,
-        url = %url,
+        upstream = %target.base_url,
+        path = %req.path,
         request_id = %request_id,
         status = status.as_u16(),
         elapsed_ms = started.elapsed().as_millis() as u64,
