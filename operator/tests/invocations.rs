@@ -369,6 +369,24 @@ async fn calls_are_logged_and_the_funcs_page_shows_them() {
     );
     assert!(!log.contains("query-value"), "a query string is in the log");
 
+    // /metrics counts the records.
+    let metrics = reqwest::get(c.url(paths::METRICS))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let recorded: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("sless_invocations_recorded_total "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no recorded counter:\n{metrics}"));
+    assert!(recorded >= 5, "{metrics}");
+    assert!(
+        metrics.contains("sless_invocations_dropped_total 0\n"),
+        "{metrics}"
+    );
+
     // The log outlives a restart.
     op.stop();
     op.spawn();
