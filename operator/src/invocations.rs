@@ -4,14 +4,16 @@
 //!
 //! Recording never waits: [`InvocationLog::record`] puts the record on a
 //! bounded queue (a full queue drops the record and counts it) and one writer
-//! thread inserts what is queued in one transaction, then keeps only the
-//! newest `keep` records of every namespace it wrote to. Queries go through
-//! the same queue, so a query sees every record queued before it.
+//! thread inserts what gathered in 20 ms in one transaction. It keeps the newest
+//! `keep` records per namespace: a namespace is pruned each time it got
+//! `keep / 64` more records, so it may briefly hold that many extra. Queries
+//! go through the same queue, so a query sees every record queued before it.
 //!
 //! The process's log is installed once by `serve` ([`install`]) and found by
 //! the proxy and the API with [`installed`]; without one nothing is recorded.
 
 use sless_wire::{Invocation, InvocationSource};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -25,6 +27,8 @@ pub const KEEP_PER_NAMESPACE: usize = 10_000;
 const QUEUE: usize = 16_384;
 /// Most records written in one transaction.
 const BATCH: usize = 1024;
+/// How long the writer lets records gather after the first one of a batch.
+const LINGER: std::time::Duration = std::time::Duration::from_millis(20);
 /// Longest path kept in a record, in characters.
 const PATH_MAX_CHARS: usize = 1024;
 /// Longest request id kept in a record, in characters.
@@ -110,7 +114,8 @@ impl std::fmt::Debug for InvocationLog {
 
 impl InvocationLog {
     /// Opens (creating) `<data_dir>/invocations.db` and starts its writer
-    /// thread, which keeps the newest `keep` (at least 1) records per namespace.
+    /// thread, which keeps the newest `keep` (at least 1) records per namespace
+    /// (plus at most `keep / 64` between two prunes).
     pub fn open(data_dir: &Path, keep: usize) -> Result<InvocationLog, InvocationLogError> {
         let path = data_dir.join(FILE);
         let sqlite = |source| InvocationLogError::Sqlite {
@@ -238,37 +243,80 @@ fn truncate(s: &mut String, max_chars: usize) {
 
 /// The writer thread: batches records into transactions, prunes, answers
 /// queries and flushes in queue order. Ends when every handle is gone.
-fn writer(mut conn: rusqlite::Connection, mut rx: mpsc::Receiver<Msg>, keep: usize) {
-    let mut batch: Vec<Invocation> = Vec::with_capacity(BATCH);
+fn writer(conn: rusqlite::Connection, mut rx: mpsc::Receiver<Msg>, keep: usize) {
+    let mut w = Writer::new(conn, keep);
     while let Some(first) = rx.blocking_recv() {
+        if matches!(first, Msg::Record(_)) {
+            // Let the records of a burst gather: one commit for many of them.
+            std::thread::sleep(LINGER);
+        }
         let mut next = Some(first);
         while let Some(msg) = next {
             match msg {
                 Msg::Record(inv) => {
-                    batch.push(inv);
-                    if batch.len() >= BATCH {
-                        write_out(&mut conn, &mut batch, keep);
+                    w.batch.push(inv);
+                    if w.batch.len() >= BATCH {
+                        w.write_out();
                     }
                 }
                 other => {
-                    write_out(&mut conn, &mut batch, keep);
-                    answer(&conn, other);
+                    w.write_out();
+                    answer(&w.conn, other);
                 }
             }
             next = rx.try_recv().ok();
         }
-        write_out(&mut conn, &mut batch, keep);
+        w.write_out();
     }
 }
 
-fn write_out(conn: &mut rusqlite::Connection, batch: &mut Vec<Invocation>, keep: usize) {
-    if batch.is_empty() {
-        return;
+/// The writer's state: its connection, the pending batch, and per namespace
+/// the records written since that namespace was last pruned.
+struct Writer {
+    conn: rusqlite::Connection,
+    batch: Vec<Invocation>,
+    keep: usize,
+    /// A namespace is pruned once this many records were added to it: pruning
+    /// walks `keep` index entries, so it is amortised over many inserts.
+    prune_every: usize,
+    since_prune: HashMap<String, usize>,
+}
+
+impl Writer {
+    fn new(conn: rusqlite::Connection, keep: usize) -> Writer {
+        Writer {
+            conn,
+            batch: Vec::with_capacity(BATCH),
+            keep,
+            prune_every: prune_every(keep),
+            since_prune: HashMap::new(),
+        }
     }
-    if let Err(e) = write_batch(conn, batch, keep) {
-        tracing::error!(error = %e, records = batch.len(), "cannot write to the invocation log");
+
+    fn write_out(&mut self) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let mut due = Vec::new();
+        for inv in &self.batch {
+            let n = self.since_prune.entry(inv.namespace.clone()).or_insert(0);
+            *n += 1;
+            if *n >= self.prune_every {
+                *n = 0;
+                due.push(inv.namespace.clone());
+            }
+        }
+        if let Err(e) = write_batch(&mut self.conn, &self.batch, &due, self.keep) {
+            tracing::error!(error = %e, records = self.batch.len(), "cannot write to the invocation log");
+        }
+        self.batch.clear();
     }
-    batch.clear();
+}
+
+/// How many records a namespace gets between two prunes: 1/64 of `keep`
+/// (a namespace may briefly hold that many more than `keep`).
+fn prune_every(keep: usize) -> usize {
+    (keep / 64).max(1)
 }
 
 fn answer(conn: &rusqlite::Connection, msg: Msg) {
@@ -292,11 +340,12 @@ fn to_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// Inserts `batch` in one transaction and prunes every namespace it touched
+/// Inserts `batch` in one transaction and prunes each namespace of `prune`
 /// down to its newest `keep` records.
 fn write_batch(
     conn: &mut rusqlite::Connection,
     batch: &[Invocation],
+    prune: &[String],
     keep: usize,
 ) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
@@ -320,13 +369,10 @@ fn write_batch(
                 inv.response_bytes.map(to_i64),
             ])?;
         }
-        let mut namespaces: Vec<&str> = batch.iter().map(|i| i.namespace.as_str()).collect();
-        namespaces.sort_unstable();
-        namespaces.dedup();
-        let mut prune = tx.prepare_cached(PRUNE)?;
+        let mut stmt = tx.prepare_cached(PRUNE)?;
         let offset = to_i64(keep.saturating_sub(1) as u64);
-        for ns in namespaces {
-            prune.execute(rusqlite::params![ns, offset])?;
+        for ns in prune {
+            stmt.execute(rusqlite::params![ns, offset])?;
         }
     }
     tx.commit()
@@ -466,6 +512,30 @@ mod tests {
             .query_row("SELECT count(*) FROM invocations", [], |r| r.get(0))
             .unwrap();
         assert_eq!(total, 4);
+    }
+
+    #[tokio::test]
+    async fn pruning_is_amortised_and_bounded() {
+        assert_eq!(prune_every(3), 1);
+        assert_eq!(prune_every(KEEP_PER_NAMESPACE), 156);
+        let dir = tempfile::tempdir().unwrap();
+        let keep = 128; // pruned every 2 records
+        let log = InvocationLog::open(dir.path(), keep).unwrap();
+        for n in 0..1000 {
+            log.record(inv("ns", "f", n));
+            if n % 7 == 0 {
+                log.flush().await.unwrap();
+            }
+            let held = log.query("ns", None, 1000).await.unwrap().len();
+            assert!(held <= keep + prune_every(keep), "{held} after {n}");
+        }
+        let got = log.query("ns", None, 1000).await.unwrap();
+        assert!(got.len() >= keep, "{}", got.len());
+        assert_eq!(got[0].duration_ms, 999);
+        // Newest first and contiguous: only the oldest were removed.
+        for (i, rec) in got.iter().enumerate() {
+            assert_eq!(rec.duration_ms, 999 - i as u64);
+        }
     }
 
     #[tokio::test]
