@@ -719,8 +719,9 @@ async fn metrics_are_served_without_a_token_and_make_no_api_calls() {
             text.contains("# TYPE sless_http_requests_total counter\n"),
             "{text}"
         );
-        // The controllers are not started here, so no reconcile series yet.
-        assert!(!text.contains("sless_reconciles_total"), "{text}");
+        // The controllers are not started here: not running, no reconciles.
+        assert!(text.contains("sless_controllers_running 0\n"), "{text}");
+        assert!(!text.contains("sless_reconciles_total{"), "{text}");
     })
     .await;
     out.assert_complete();

@@ -1,6 +1,6 @@
 //! The manifests under `deploy/`: the ClusterRole grants what the
 //! controllers and the REST layer use and nothing wildcard; the operator
-//! Deployment runs one replica with probes and resources.
+//! Deployment runs two replicas (leader election) with probes and resources.
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -125,14 +125,22 @@ fn cluster_role_covers_every_call_and_has_no_wildcards() {
 }
 
 #[test]
-fn operator_runs_one_replica_with_probes_and_resources() {
+fn operator_runs_two_replicas_with_probes_and_resources() {
     let all = docs("operator.yaml");
     let d = all.iter().find(|d| d["kind"] == "Deployment").unwrap();
-    assert_eq!(d["spec"]["replicas"], 1);
-    assert_eq!(d["spec"]["strategy"]["type"], "Recreate");
+    // Several replicas are safe only with leader election (on by default)
+    // and one token verifier for all (a JWKS, not per-pod local keys).
+    assert_eq!(d["spec"]["replicas"], 2);
+    assert_eq!(d["spec"]["strategy"]["type"], "RollingUpdate");
     let pod = &d["spec"]["template"]["spec"];
     assert_eq!(pod["serviceAccountName"], "sless-operator");
     let c = &pod["containers"][0];
+    let env = c["env"].as_array().unwrap();
+    assert!(
+        env.iter().any(|e| e["name"] == "POD_NAME"
+            && e["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"),
+        "the Lease holder identity comes from the pod name"
+    );
     assert_eq!(
         c["readinessProbe"]["httpGet"]["path"],
         sless_wire::paths::HEALTHZ
@@ -155,6 +163,11 @@ fn operator_runs_one_replica_with_probes_and_resources() {
     );
     let cm = all.iter().find(|d| d["kind"] == "ConfigMap").unwrap();
     assert_eq!(cm["data"]["SLESS_BACKEND"], "kube");
+    assert!(
+        cm["data"]["SLESS_JWKS_URL"].is_string(),
+        "replicas share a JWKS"
+    );
+    assert_ne!(cm["data"]["SLESS_LEADER_ELECTION"], "false");
     // Every setting in the ConfigMap is a flag `serve` knows.
     let help = std::process::Command::new(env!("CARGO_BIN_EXE_sless-operator"))
         .args(["serve", "--help"])

@@ -293,7 +293,11 @@ async fn a_function_builds_once_rolls_out_updates_in_place_heals_and_deletes() {
         .text()
         .await
         .unwrap_or_default();
-    assert!(metrics.contains("function"), "{metrics}");
+    assert!(
+        metrics.contains("sless_controllers_running 1\n")
+            && metrics.contains("sless_reconciles_total{controller=\"function\"}"),
+        "{metrics}"
+    );
 
     // Delete: the finalizer removes the children, then the function goes.
     let (code, body) = c.call(Method::DELETE, &fpath, None).await;
@@ -679,5 +683,64 @@ async fn a_service_rolls_out_and_takes_env_updates_in_place() {
         )
         .is_empty()
     );
+    fake_kube::rbac::assert_covered(&k.fake);
+}
+
+/// Whether the operator at `base_url` says it runs the controllers.
+async fn runs_controllers(base_url: &str) -> bool {
+    let text = match reqwest::get(format!("{base_url}/metrics")).await {
+        Ok(r) => r.text().await.unwrap_or_default(),
+        Err(_) => return false,
+    };
+    text.contains("sless_controllers_running 1\n")
+}
+
+#[tokio::test]
+async fn two_replicas_serve_the_api_and_one_at_a_time_runs_the_controllers() {
+    let Some(mut k) = fake_kube::operator::start().await else {
+        return;
+    };
+    let mut b = k.replica();
+    let deadline = Instant::now() + WAIT;
+    while !runs_controllers(&k.op.base_url).await {
+        assert!(Instant::now() < deadline, "the first replica never led");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!runs_controllers(&b.base_url).await, "two leaders");
+
+    // The follower serves the API; the leader's controllers act on it.
+    let c = b.client("flow-replicas@example.com");
+    c.ensure().await;
+    let ns = c.namespace.clone();
+    let (code, body) = c
+        .create(json!({"name": "f", "runtime": "python3.11", "entrypoint": "main.handler"}))
+        .await;
+    assert_eq!(code, 201, "{body}");
+    let (code, _) = c
+        .upload(
+            "f",
+            zip_of(&[("main.py", "def handler(e, c):\n    return 1\n")]),
+        )
+        .await;
+    assert!((200..300).contains(&code));
+    let job = build_job(&k, OwnerKind::Function, &ns, "f", &[]).await;
+
+    // The leader stops cleanly: the follower takes over and carries on.
+    k.op.stop();
+    let deadline = Instant::now() + WAIT;
+    while !runs_controllers(&b.base_url).await {
+        assert!(
+            Instant::now() < deadline,
+            "the second replica did not take over; its log:\n{}",
+            b.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    finish_job(&k.fake, &job, true);
+    let d = deployment(&k, OwnerKind::Function, &ns, "f").await;
+    make_available(&k.fake, &d);
+    rest_until(&c, &paths::function(&ns, "f"), "Ready", phase_is("Ready")).await;
+    assert_eq!(build_jobs(&k, OwnerKind::Function, &ns, "f").len(), 1);
+    b.stop();
     fake_kube::rbac::assert_covered(&k.fake);
 }

@@ -31,11 +31,16 @@ struct Candidate {
     task: tokio::task::JoinHandle<()>,
 }
 
+/// Campaigns; a stopped candidate releases the lease (what the operator does
+/// after its controllers stopped), an aborted one (a crash) does not.
 fn campaign(fake: &FakeKube, identity: &str) -> Candidate {
     let (leader_tx, leader) = watch::channel(false);
     let (stop, stop_rx) = watch::channel(false);
     let election = LeaderElection::new(fake.client(), options(identity));
-    let task = tokio::spawn(election.run(leader_tx, stop_rx));
+    let task = tokio::spawn(async move {
+        election.run(leader_tx, stop_rx).await;
+        election.release().await.expect("release");
+    });
     Candidate { leader, stop, task }
 }
 

@@ -72,6 +72,16 @@ pub struct KubeArgs {
     /// The kaniko image builds run in (pinned).
     #[arg(long, env = "SLESS_KANIKO_IMAGE", default_value = KANIKO_IMAGE)]
     pub kaniko_image: String,
+
+    /// Run the controllers only in the replica holding the `sless-operator`
+    /// Lease in the operator's namespace (`--leader-election=false`: always).
+    #[arg(
+        long,
+        env = "SLESS_LEADER_ELECTION",
+        default_value_t = true,
+        action = clap::ArgAction::Set
+    )]
+    pub leader_election: bool,
 }
 
 fn required(v: &Option<String>, flag: &str) -> Result<String, String> {
@@ -132,6 +142,7 @@ impl KubeArgs {
                     .filter(|s| !s.is_empty()),
             },
             kaniko_image: self.kaniko_image.clone(),
+            leader_election: self.leader_election,
         })
     }
 }

@@ -7,11 +7,13 @@
 
 use super::KubeOptions;
 use super::builders;
+use super::controllers::Controllers;
 use super::crd::{
     CodeRef, Function, FunctionJob, FunctionJobSpec, FunctionSpec, SlessService, SlessServiceSpec,
     Trigger, TriggerSpec,
 };
-use super::function::{self, Ctx};
+use super::function::Ctx;
+use super::leader::LeaderOptions;
 use super::names::{self, FIELD_MANAGER, OwnerKind};
 use super::objstore::{self, CodeStore, StoreError};
 use crate::backend::{Backend, CodeBundle, InvokeTarget};
@@ -37,10 +39,12 @@ pub struct KubeBackend {
     client: Client,
     opts: KubeOptions,
     store: CodeStore,
-    stop: watch::Sender<bool>,
-    controllers: Mutex<Vec<tokio::task::JoinHandle<()>>>,
-    /// The controllers' shared context, once started (for metrics).
-    ctx: Mutex<Option<Arc<Ctx>>>,
+    /// Fires once at shutdown (ends the leader campaign).
+    shutdown: watch::Sender<bool>,
+    /// The controllers, run at startup or while this replica leads.
+    controllers: Arc<Controllers>,
+    /// The leader campaign, when leader election is on.
+    campaign: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Namespaces fully set up by this process (deploy namespace, policy,
     /// secrets); later calls only check that the user namespace exists.
     ensured: Mutex<HashSet<String>>,
@@ -340,54 +344,55 @@ pub fn to_wire(f: &Function) -> Result<sless_wire::Function> {
 }
 
 impl KubeBackend {
-    /// A backend over `client` and `store` that runs no controllers (the
-    /// REST layer only; tests use it with a mock API server).
+    /// A backend over `client` and `store` whose controllers are not started
+    /// (the REST layer only; tests use it with a mock API server).
     pub fn new(client: Client, opts: KubeOptions, store: CodeStore) -> KubeBackend {
-        let (stop, _) = watch::channel(false);
+        let (shutdown, _) = watch::channel(false);
         KubeBackend {
+            controllers: Arc::new(Controllers::new(client.clone(), opts.clone())),
             client,
             opts,
             store,
-            stop,
-            controllers: Mutex::new(Vec::new()),
+            shutdown,
+            campaign: Mutex::new(None),
             ensured: Mutex::new(HashSet::new()),
-            ctx: Mutex::new(None),
         }
     }
 
     /// Connects with the in-cluster or `KUBECONFIG` configuration, opens the
-    /// S3 store and starts the controllers.
+    /// S3 store and runs the controllers: while this replica holds the leader
+    /// Lease (`opts.leader_election`), else at once.
     pub async fn connect(opts: KubeOptions) -> Result<KubeBackend> {
         let client = Client::try_default()
             .await
             .map_err(|e| Error::Internal(format!("cannot reach the Kubernetes API: {e}")))?;
         let store = CodeStore::s3(&opts.s3).map_err(store_error)?;
         let backend = KubeBackend::new(client, opts, store);
-        backend.start_controllers();
+        if backend.opts.leader_election {
+            let leader = LeaderOptions::new(&backend.opts.operator_namespace);
+            let task = tokio::spawn(backend.controllers.clone().lead(
+                backend.client.clone(),
+                leader,
+                backend.shutdown.subscribe(),
+            ));
+            if let Ok(mut c) = backend.campaign.lock() {
+                *c = Some(task);
+            }
+        } else {
+            backend.start_controllers().await;
+        }
         Ok(backend)
     }
 
-    /// Starts the controllers in the background; [`Backend::shutdown`] stops them.
-    pub fn start_controllers(&self) {
-        let ctx = Arc::new(Ctx::new(self.client.clone(), self.opts.clone()));
-        if let Ok(mut c) = self.ctx.lock() {
-            *c = Some(ctx.clone());
-        }
-        let stop = |tx: &watch::Sender<bool>| {
-            let mut rx = tx.subscribe();
-            async move {
-                let _ = rx.wait_for(|s| *s).await;
-            }
-        };
-        let handles = [
-            tokio::spawn(function::run(ctx.clone(), stop(&self.stop))),
-            tokio::spawn(super::trigger::run(ctx.clone(), stop(&self.stop))),
-            tokio::spawn(super::job::run(ctx.clone(), stop(&self.stop))),
-            tokio::spawn(super::service::run(ctx, stop(&self.stop))),
-        ];
-        if let Ok(mut c) = self.controllers.lock() {
-            c.extend(handles);
-        }
+    /// Starts the controllers now (no leader election); [`Backend::shutdown`]
+    /// stops them.
+    pub async fn start_controllers(&self) {
+        self.controllers.start().await;
+    }
+
+    /// The controllers' shared context (tests record metrics through it).
+    pub fn controllers_ctx(&self) -> &Arc<Ctx> {
+        self.controllers.ctx()
     }
 
     fn triggers(&self, ns: &str) -> Api<Trigger> {
@@ -1207,29 +1212,25 @@ impl Backend for KubeBackend {
         }
     }
 
-    /// The controllers' metrics in the Prometheus text format (empty before
-    /// [`KubeBackend::start_controllers`]).
+    /// Whether this replica runs the controllers, then their reconcile series.
     fn metrics_text(&self) -> String {
-        self.ctx
-            .lock()
-            .ok()
-            .and_then(|c| c.as_ref().map(|c| c.metrics.render()))
-            .unwrap_or_default()
+        self.controllers.render_metrics()
     }
 
     async fn shutdown(&self) {
-        let _ = self.stop.send(true);
-        let handles = match self.controllers.lock() {
-            Ok(mut c) => std::mem::take(&mut *c),
-            Err(_) => Vec::new(),
-        };
-        for h in handles {
-            if tokio::time::timeout(Duration::from_secs(10), h)
-                .await
-                .is_err()
-            {
-                tracing::warn!("a controller did not stop within 10 s");
+        let _ = self.shutdown.send(true);
+        let campaign = self.campaign.lock().ok().and_then(|mut c| c.take());
+        match campaign {
+            // Stops the controllers, then releases the lease.
+            Some(task) => {
+                if tokio::time::timeout(Duration::from_secs(15), task)
+                    .await
+                    .is_err()
+                {
+                    tracing::warn!("the leader campaign did not end within 15 s");
+                }
             }
+            None => self.controllers.stop().await,
         }
     }
 }
@@ -1247,13 +1248,13 @@ mod tests {
         let client = Client::new(svc, "default");
         let store = CodeStore::new(Arc::new(object_store::memory::InMemory::new()));
         let b = KubeBackend::new(client.clone(), KubeOptions::example(), store);
-        assert_eq!(
-            Backend::metrics_text(&b),
-            "",
-            "nothing before the controllers"
+        let before = Backend::metrics_text(&b);
+        assert!(
+            before.contains("sless_controllers_running 0\n"),
+            "not leading yet: {before}"
         );
-        let ctx = Arc::new(Ctx::new(client, KubeOptions::example()));
-        *b.ctx.lock().unwrap() = Some(ctx.clone());
+        assert!(!before.contains("sless_reconciles_total{"), "{before}");
+        let ctx = b.controllers_ctx().clone();
         ctx.metrics
             .record("trigger", Duration::from_millis(20), true);
         ctx.metrics

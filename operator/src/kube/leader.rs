@@ -177,8 +177,10 @@ impl LeaderElection {
     /// Campaigns until `stop` fires, publishing leadership on `leader`
     /// (`true` while this candidate may run the controllers). A leader whose
     /// renewals fail for longer than `lease_duration - renew_every` steps
-    /// down first. Releases the lease on the way out.
-    pub async fn run(self, leader: watch::Sender<bool>, mut stop: watch::Receiver<bool>) {
+    /// down first. On the way out it publishes `false` but keeps the lease:
+    /// call [`LeaderElection::release`] once what the lease guards has
+    /// stopped, so no other replica starts while this one still runs.
+    pub async fn run(&self, leader: watch::Sender<bool>, mut stop: watch::Receiver<bool>) {
         let grace = self
             .opts
             .lease_duration
@@ -207,9 +209,6 @@ impl LeaderElection {
         }
         if *leader.borrow() {
             let _ = leader.send(false);
-            if let Err(e) = self.release().await {
-                tracing::warn!(error = %e, "leader election: could not release the lease");
-            }
         }
     }
 }

@@ -3,8 +3,9 @@
 //! S3-compatible object store ([`objstore`]); triggers become Ingresses or
 //! CronJobs ([`trigger`]); builds run as kaniko Jobs from a
 //! context the operator prepares ([`context`]); every child object comes from
-//! a pure builder ([`builders`]) and is named by [`names`]. See
-//! `docs/kubernetes.md`.
+//! a pure builder ([`builders`]) and is named by [`names`]. The controllers
+//! run as one unit ([`controllers`]) while this replica holds the leader
+//! Lease ([`leader`]). See `docs/kubernetes.md`.
 //!
 //! Children live in `sless-fn-<ns>`, not in the user namespace of their
 //! owner, so they carry owner labels instead of owner references; controllers
@@ -15,6 +16,7 @@ pub mod backend;
 pub mod build;
 pub mod builders;
 pub mod context;
+pub mod controllers;
 pub mod crd;
 pub mod function;
 pub mod job;
@@ -82,6 +84,9 @@ pub struct KubeOptions {
     pub ingress: IngressOptions,
     /// The kaniko image.
     pub kaniko_image: String,
+    /// Run the controllers only while holding the leader Lease (so several
+    /// replicas can serve the API); off: run them at startup.
+    pub leader_election: bool,
 }
 
 /// Errors of the Kubernetes backend's controllers.
@@ -127,6 +132,7 @@ impl KubeOptions {
                 controller_namespace: Some("ingress-nginx".into()),
             },
             kaniko_image: KANIKO_IMAGE.into(),
+            leader_election: true,
         }
     }
 }

@@ -357,14 +357,27 @@ impl FakeKube {
     }
 
     /// Serves the API on a loopback port; returns `http://127.0.0.1:PORT`.
+    ///
+    /// The server runs on its own thread and runtime, so it keeps answering
+    /// while the test's thread blocks (e.g. waiting for an operator process
+    /// to exit, which may be waiting for this server).
     pub async fn serve(&self) -> String {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind fake API server");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind fake API server");
+        listener
+            .set_nonblocking(true)
+            .expect("non-blocking listener");
         let addr = listener.local_addr().expect("local addr");
         let app = self.router();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .expect("fake API server runtime");
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
+                let _ = axum::serve(listener, app).await;
+            });
         });
         format!("http://{addr}")
     }

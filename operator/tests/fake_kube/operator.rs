@@ -20,6 +20,8 @@ pub struct KubeOperator {
     pub fake: FakeKube,
     /// The object store.
     pub moto: Moto,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
     _dir: tempfile::TempDir,
 }
 
@@ -46,27 +48,47 @@ pub async fn start() -> Option<KubeOperator> {
     let kubeconfig = FakeKube::kubeconfig(&server, dir.path());
     let kubeconfig = kubeconfig.to_string_lossy().to_string();
     let home = dir.path().to_string_lossy().to_string();
-    let op = Operator::start_with_env(
-        &[
-            "--backend",
-            "kube",
-            "--registry",
-            REGISTRY,
-            "--s3-endpoint",
-            &moto.endpoint,
-            "--s3-bucket",
-            BUCKET,
-            "--s3-access-key-id",
-            "testing",
-            "--s3-secret-access-key",
-            "testing",
-        ],
-        &[("KUBECONFIG", &kubeconfig), ("HOME", &home)],
-    );
+    let args: Vec<String> = [
+        "--backend",
+        "kube",
+        "--registry",
+        REGISTRY,
+        "--s3-endpoint",
+        &moto.endpoint,
+        "--s3-bucket",
+        BUCKET,
+        "--s3-access-key-id",
+        "testing",
+        "--s3-secret-access-key",
+        "testing",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let env = vec![
+        ("KUBECONFIG".to_string(), kubeconfig),
+        ("HOME".to_string(), home),
+    ];
     Some(KubeOperator {
-        op,
+        op: start_process(&args, &env),
         fake,
         moto,
+        args,
+        env,
         _dir: dir,
     })
+}
+
+fn start_process(args: &[String], env: &[(String, String)]) -> Operator {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Operator::start_with_env(&args, &env)
+}
+
+impl KubeOperator {
+    /// Starts another operator process against the same API server and
+    /// object store (a second replica), with its own data dir.
+    pub fn replica(&self) -> Operator {
+        start_process(&self.args, &self.env)
+    }
 }
