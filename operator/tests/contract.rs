@@ -163,11 +163,22 @@ async fn namespaces_are_idempotent_and_start_empty(t: &Target) {
         paths::triggers(&c.namespace),
         paths::jobs(&c.namespace),
         paths::services(&c.namespace),
+        paths::invocations(&c.namespace),
     ] {
         let (code, body) = c.call(Method::GET, &list, None).await;
         assert_eq!(code, 200, "{list}: {body}");
         assert_eq!(body, json!({"items": []}), "{list}");
     }
+    // The namespace's HTML page, for a browser with the token in the query.
+    let page = reqwest::Client::new()
+        .get(c.url(&paths::funcs_page(&c.namespace)))
+        .query(&[("token", &c.token)])
+        .send()
+        .await
+        .expect("funcs page");
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap_or_default();
+    assert!(html.contains(&c.namespace), "{html}");
 }
 
 async fn functions_create_read_update_delete(t: &Target) {
@@ -229,6 +240,18 @@ async fn functions_create_read_update_delete(t: &Target) {
         .await;
     assert_eq!(code, 200, "{list}");
     assert_eq!(names(&list), ["hello", "second"], "sorted by name");
+    let html = c
+        .req(Method::GET, &paths::funcs_page(&c.namespace))
+        .send()
+        .await
+        .expect("funcs page")
+        .text()
+        .await
+        .unwrap_or_default();
+    assert!(
+        html.contains("hello") && html.contains("second") && html.contains("Pending"),
+        "the HTML page lists the functions: {html}"
+    );
 
     let (code, body) = c.call(Method::DELETE, &path, None).await;
     assert!(code == 204 || code == 202, "delete: {code} {body}");
