@@ -178,3 +178,36 @@ fn operator_runs_two_replicas_with_probes_and_resources() {
         assert!(help.contains(key.as_str()), "serve does not read {key}");
     }
 }
+
+/// `deploy/Dockerfile` builds the image `deploy/operator.yaml` runs: the
+/// operator binary as the entrypoint, the same non-root user, a pinned
+/// toolchain, `serve` as the default command.
+#[test]
+fn the_operator_image_matches_the_deployment() {
+    let dockerfile = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/Dockerfile"),
+    )
+    .unwrap();
+    let all = docs("operator.yaml");
+    let d = all.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let pod = &d["spec"]["template"]["spec"];
+    let uid = pod["securityContext"]["runAsUser"].as_u64().unwrap();
+    assert!(
+        dockerfile.contains(&format!("\nUSER {uid}:{uid}\n")),
+        "the image's user is the Deployment's runAsUser {uid}"
+    );
+    assert!(dockerfile.contains("--locked -p sless-operator --bin sless-operator"));
+    assert!(dockerfile.contains("ENTRYPOINT [\"/usr/local/bin/sless-operator\"]"));
+    assert_eq!(pod["containers"][0]["args"], serde_json::json!(["serve"]));
+    let from_rust = dockerfile
+        .lines()
+        .find(|l| l.starts_with("FROM docker.io/library/rust:"))
+        .expect("a pinned rust builder image");
+    assert!(
+        !from_rust.contains(":latest") && from_rust.contains("rust:1."),
+        "{from_rust}"
+    );
+    for line in dockerfile.lines().filter(|l| l.starts_with("FROM ")) {
+        assert!(!line.contains(":latest"), "unpinned base image: {line}");
+    }
+}
