@@ -25,10 +25,11 @@ use std::time::Duration;
 /// Lines of output appended to a failed job's error.
 const ERROR_TAIL_LINES: usize = 20;
 
-/// A job's worker, if one runs.
+/// A job's worker, if one runs, and the exit of its current run process.
 #[derive(Default)]
 pub struct JobSlot {
     worker: Option<tokio::task::JoinHandle<()>>,
+    run_exit: Option<supervisor::ExitWatch>,
 }
 
 /// `job.<name>`: the job's identity for builds, logs and process records.
@@ -185,6 +186,9 @@ impl Inner {
             Arc::new(move |line: &str| logs.append(&ns, &log_id, LogKind::Run, line));
         let spawned = supervisor::spawn(&launch, &self.db, sink)?;
         let proc = spawned.into_proc(0, &launch);
+        if let Some(slot) = self.jobs.lock().get_mut(k) {
+            slot.run_exit = Some(proc.exit_watch());
+        }
         let timeout = Duration::from_secs(u64::from(spec.timeout_sec));
         let how = match tokio::time::timeout(timeout, proc.wait_exit()).await {
             Ok(how) => how,
@@ -378,9 +382,22 @@ impl super::LocalBackend {
             inner.db.delete_object::<Job>(ns, name)?;
             (slots.remove(&key(ns, name)), job.status.code_sha256)
         };
-        if let Some(w) = slot.and_then(|s| s.worker) {
-            w.abort();
-            let _ = w.await;
+        if let Some(JobSlot { worker, run_exit }) = slot {
+            if let Some(w) = worker {
+                w.abort();
+                let _ = w.await;
+            }
+            // The aborted worker's guard killed the run's process group;
+            // answer only once the run process is really gone.
+            if let Some(exit) = run_exit
+                && !exit.wait(Duration::from_secs(5)).await
+            {
+                tracing::warn!(
+                    namespace = ns,
+                    job = name,
+                    "a deleted job's run did not exit within 5 s"
+                );
+            }
         }
         inner.remove_traces(ns, &job_id(name));
         inner.release_code(sha.as_deref());

@@ -43,6 +43,22 @@ pub struct Launch {
 /// Where a process's output lines go (the function's run log).
 pub type LineSink = Arc<dyn Fn(&str) + Send + Sync>;
 
+/// Tells when a process has exited (see [`Proc::exit_watch`]).
+#[derive(Debug, Clone)]
+pub struct ExitWatch(watch::Receiver<Option<String>>);
+
+impl ExitWatch {
+    /// Waits up to `limit` for the exit; true when it happened.
+    pub async fn wait(mut self, limit: Duration) -> bool {
+        tokio::time::timeout(limit, async {
+            // A closed channel means the waiter is gone: the process was reaped.
+            let _ = self.0.wait_for(|s| s.is_some()).await;
+        })
+        .await
+        .is_ok()
+    }
+}
+
 /// A running function process. Dropping the last handle kills its group.
 pub struct Proc {
     /// Process id (also its process group id).
@@ -83,6 +99,12 @@ impl Proc {
                 return "exited (status unknown)".to_string();
             }
         }
+    }
+
+    /// A handle that tells when the process has exited, usable after this
+    /// `Proc` is dropped (dropping it kills the group; the exit follows).
+    pub fn exit_watch(&self) -> ExitWatch {
+        ExitWatch(self.exited.clone())
     }
 
     /// True once the process has exited.
