@@ -375,22 +375,6 @@ pub fn same_json_or(state: &Value<String>, api: &str) -> Value<String> {
     Value::Value(api.to_string())
 }
 
-/// Test helper: the keys of a default state, serialized like Terraform
-/// sends it, equal the schema's attribute names.
-#[cfg(test)]
-pub fn assert_state_keys_match<S: serde::Serialize + Default>(
-    schema: &tf_provider::schema::Schema,
-) {
-    let bytes = rmp_serde::to_vec_named(&S::default()).unwrap();
-    let m: std::collections::HashMap<String, serde::de::IgnoredAny> =
-        rmp_serde::from_slice(&bytes).unwrap();
-    let mut keys: Vec<_> = m.keys().cloned().collect();
-    keys.sort();
-    let mut want: Vec<_> = schema.block.attributes.keys().cloned().collect();
-    want.sort();
-    assert_eq!(keys, want);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -605,8 +605,10 @@ fn apply_defaults(planned: &mut FunctionState, config: &FunctionState) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::Client;
-    use crate::source::Snapshot;
+    use crate::test_support::{
+        assert_state_keys_match, code_hash, configured, plan_create, plan_update, schema_of,
+        source_dir, v, validate_errors,
+    };
     use std::path::Path;
     use tf_provider::AttributePathStep;
 
@@ -617,17 +619,7 @@ mod tests {
     }
 
     fn src() -> tempfile::TempDir {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::write(
-            d.path().join("main.py"),
-            "def handler(e, c):\n    return 'v1'\n",
-        )
-        .unwrap();
-        d
-    }
-
-    fn v(s: &str) -> Value<String> {
-        Value::Value(s.to_string())
+        source_dir("main.py", "def handler(e, c):\n    return 'v1'\n")
     }
 
     fn config(dir: &Path) -> FunctionState {
@@ -646,11 +638,7 @@ mod tests {
         let mut s = cfg.clone();
         s.id = v("sless-2bd806c9/hello");
         s.namespace = v("sless-2bd806c9");
-        s.code_hash = v(
-            &Snapshot::read(Path::new(cfg.source_dir.as_ref_option().unwrap()))
-                .unwrap()
-                .hash(),
-        );
+        s.code_hash = code_hash(&cfg.source_dir);
         s.phase = v("Ready");
         s.image_ref = v("local/sless-2bd806c9/hello:0123456789ab");
         s.invoke_url = v("http://127.0.0.1:1/v1/namespaces/sless-2bd806c9/functions/hello/invoke");
@@ -660,62 +648,10 @@ mod tests {
         s
     }
 
-    /// Terraform's proposed new state: config values, prior values for
-    /// computed and unset optional+computed attributes.
-    fn proposed(prior: &FunctionState, cfg: &FunctionState) -> FunctionState {
-        let mut p = prior.clone();
-        p.name = cfg.name.clone();
-        p.runtime = cfg.runtime.clone();
-        p.entrypoint = cfg.entrypoint.clone();
-        p.source_dir = cfg.source_dir.clone();
-        p.env_vars = cfg.env_vars.clone();
-        p.wait_timeout_sec = cfg.wait_timeout_sec;
-        if cfg.memory_mb.is_value() {
-            p.memory_mb = cfg.memory_mb;
-        }
-        if cfg.timeout_sec.is_value() {
-            p.timeout_sec = cfg.timeout_sec;
-        }
-        p
-    }
-
-    async fn plan_update(
-        prior: &FunctionState,
-        cfg: &FunctionState,
-    ) -> (FunctionState, Vec<AttributePath>) {
-        let mut diags = Diagnostics::default();
-        let (planned, _, replace) = res()
-            .plan_update(
-                &mut diags,
-                prior.clone(),
-                proposed(prior, cfg),
-                cfg.clone(),
-                Value::Null,
-                Value::Null,
-            )
-            .await
-            .unwrap();
-        assert!(diags.errors.is_empty(), "{:?}", diags.errors);
-        (planned, replace)
-    }
-
-    async fn validate_errors(cfg: FunctionState) -> Vec<AttributePath> {
-        let mut diags = Diagnostics::default();
-        res().validate(&mut diags, cfg).await;
-        diags.errors.into_iter().map(|d| d.attribute).collect()
-    }
-
     #[test]
     fn state_keys_match_the_schema() {
-        let bytes = rmp_serde::to_vec_named(&FunctionState::default()).unwrap();
-        let m: std::collections::HashMap<String, serde::de::IgnoredAny> =
-            rmp_serde::from_slice(&bytes).unwrap();
-        let mut keys: Vec<_> = m.keys().cloned().collect();
-        keys.sort();
-        let schema = res().schema(&mut Diagnostics::default()).unwrap();
-        let mut want: Vec<_> = schema.block.attributes.keys().cloned().collect();
-        want.sort();
-        assert_eq!(keys, want);
+        let schema = schema_of(&res());
+        assert_state_keys_match::<FunctionState>(&schema);
         for name in COMPUTED_ONLY {
             assert_eq!(
                 schema.block.attributes[name].constraint,
@@ -728,15 +664,8 @@ mod tests {
     async fn plan_create_hashes_the_folder_and_leaves_outputs_unknown() {
         let d = src();
         let cfg = config(d.path());
-        let mut diags = Diagnostics::default();
-        let (planned, _) = res()
-            .plan_create(&mut diags, cfg.clone(), cfg.clone(), Value::Null)
-            .await
-            .unwrap();
-        assert_eq!(
-            planned.code_hash,
-            v(&Snapshot::read(d.path()).unwrap().hash())
-        );
+        let planned = plan_create(&res(), &cfg).await;
+        assert_eq!(planned.code_hash, code_hash(&cfg.source_dir));
         assert_eq!(planned.memory_mb, Value::Value(128));
         assert_eq!(planned.timeout_sec, Value::Value(30));
         for name in [
@@ -755,17 +684,9 @@ mod tests {
     async fn a_configured_provider_plans_the_location() {
         let d = src();
         let cfg = config(d.path());
-        let r = FunctionResource::new(Shared::configured(Configured {
-            client: Client::new("http://127.0.0.1:9/", "t", Duration::from_secs(1)).unwrap(),
-            sub: "alice".into(),
-            namespace: "sless-2bd806c9".into(),
-            wait_timeout: Duration::from_secs(1),
-        }));
-        let mut diags = Diagnostics::default();
-        let (planned, _) = r
-            .plan_create(&mut diags, cfg.clone(), cfg.clone(), Value::Null)
-            .await
-            .unwrap();
+        // The endpoint's trailing slash is not repeated in the URL.
+        let r = FunctionResource::new(configured("http://127.0.0.1:9/", "alice"));
+        let planned = plan_create(&r, &cfg).await;
         assert_eq!(planned.id, v("sless-2bd806c9/hello"));
         assert_eq!(planned.namespace, v("sless-2bd806c9"));
         assert_eq!(
@@ -780,7 +701,7 @@ mod tests {
         let d = src();
         let cfg = config(d.path());
         let prior = applied(&cfg);
-        let (planned, replace) = plan_update(&prior, &cfg).await;
+        let (planned, replace) = plan_update(&res(), &prior, &cfg).await;
         assert_eq!(planned, prior);
         assert!(replace.is_empty());
     }
@@ -792,7 +713,7 @@ mod tests {
         let prior = applied(&cfg);
         let mut cfg2 = cfg.clone();
         cfg2.env_vars = Value::Value(BTreeMap::from([("GREETING".to_string(), v("bonjour"))]));
-        let (planned, replace) = plan_update(&prior, &cfg2).await;
+        let (planned, replace) = plan_update(&res(), &prior, &cfg2).await;
         assert!(replace.is_empty());
         assert_eq!(planned.code_hash, prior.code_hash);
         assert_eq!(planned.last_built_at, prior.last_built_at);
@@ -811,7 +732,7 @@ mod tests {
             "def handler(e, c):\n    return 'v2'\n",
         )
         .unwrap();
-        let (planned, replace) = plan_update(&prior, &cfg).await;
+        let (planned, replace) = plan_update(&res(), &prior, &cfg).await;
         assert!(replace.is_empty());
         assert!(planned.code_hash.is_value());
         assert_ne!(planned.code_hash, prior.code_hash);
@@ -828,7 +749,7 @@ mod tests {
         let prior = applied(&cfg);
         let mut cfg2 = cfg.clone();
         cfg2.name = v("hello2");
-        let (planned, replace) = plan_update(&prior, &cfg2).await;
+        let (planned, replace) = plan_update(&res(), &prior, &cfg2).await;
         assert_eq!(replace, vec![AttributePath::new("name")]);
         assert!(planned.id.is_unknown());
     }
@@ -842,7 +763,7 @@ mod tests {
         let mut cfg2 = cfg.clone();
         cfg2.runtime = v("nodejs20");
         cfg2.entrypoint = v("index.handler");
-        let (planned, replace) = plan_update(&prior, &cfg2).await;
+        let (planned, replace) = plan_update(&res(), &prior, &cfg2).await;
         assert!(replace.is_empty());
         assert!(planned.last_built_at.is_unknown());
         assert_eq!(planned.id, prior.id);
@@ -853,24 +774,8 @@ mod tests {
         let d = src();
         let cfg = config(d.path());
         let prior = applied(&cfg);
-        let r = FunctionResource::new(Shared::configured(Configured {
-            client: Client::new("http://127.0.0.1:9", "t", Duration::from_secs(1)).unwrap(),
-            sub: "bob".into(),
-            namespace: sless_wire::namespace_for_sub("bob"),
-            wait_timeout: Duration::from_secs(1),
-        }));
-        let mut diags = Diagnostics::default();
-        let (planned, _, replace) = r
-            .plan_update(
-                &mut diags,
-                prior.clone(),
-                proposed(&prior, &cfg),
-                cfg.clone(),
-                Value::Null,
-                Value::Null,
-            )
-            .await
-            .unwrap();
+        let r = FunctionResource::new(configured("http://127.0.0.1:9", "bob"));
+        let (planned, replace) = plan_update(&r, &prior, &cfg).await;
         assert_eq!(replace, vec![AttributePath::new("namespace")]);
         assert_eq!(planned.namespace, v(&sless_wire::namespace_for_sub("bob")));
         assert!(planned.phase.is_unknown());
@@ -885,7 +790,7 @@ mod tests {
         let mut prior = prior;
         prior.memory_mb = Value::Value(256);
         cfg.memory_mb = Value::Null;
-        let (planned, _) = plan_update(&prior, &cfg).await;
+        let (planned, _) = plan_update(&res(), &prior, &cfg).await;
         assert_eq!(planned.memory_mb, Value::Value(128));
         assert_eq!(planned.code_hash, prior.code_hash);
     }
@@ -896,7 +801,7 @@ mod tests {
         let cfg = config(d.path());
         let mut prior = applied(&cfg);
         prior.phase = v("Failed");
-        let (planned, _) = plan_update(&prior, &cfg).await;
+        let (planned, _) = plan_update(&res(), &prior, &cfg).await;
         assert!(planned.phase.is_unknown());
     }
 
@@ -918,12 +823,12 @@ mod tests {
     #[tokio::test]
     async fn a_valid_config_validates() {
         let d = src();
-        assert!(validate_errors(config(d.path())).await.is_empty());
+        assert!(validate_errors(&res(), config(d.path())).await.is_empty());
         // Unknown values are fine at validate time.
         let mut cfg = config(d.path());
         cfg.source_dir = Value::Unknown;
         cfg.runtime = Value::Unknown;
-        assert!(validate_errors(cfg).await.is_empty());
+        assert!(validate_errors(&res(), cfg).await.is_empty());
     }
 
     #[tokio::test]
@@ -977,7 +882,7 @@ mod tests {
         for (mutate, path) in cases {
             let mut cfg = base.clone();
             mutate(&mut cfg);
-            assert_eq!(validate_errors(cfg).await, vec![path]);
+            assert_eq!(validate_errors(&res(), cfg).await, vec![path]);
         }
     }
 
@@ -987,7 +892,7 @@ mod tests {
         let mut cfg = config(d.path());
         cfg.env_vars = Value::Value(BTreeMap::from([("FOO".to_string(), Value::Null)]));
         assert_eq!(
-            validate_errors(cfg).await,
+            validate_errors(&res(), cfg).await,
             vec![AttributePath::new("env_vars").key("FOO")]
         );
     }
@@ -997,7 +902,7 @@ mod tests {
         let d = src();
         let mut cfg = config(d.path());
         cfg.env_vars = Value::Value(BTreeMap::from([("SLESS_X".to_string(), Value::Unknown)]));
-        let errs = validate_errors(cfg).await;
+        let errs = validate_errors(&res(), cfg).await;
         assert_eq!(
             errs[0].steps,
             vec![
@@ -1011,13 +916,7 @@ mod tests {
     async fn create_refuses_a_folder_changed_since_plan() {
         let d = src();
         let cfg = config(d.path());
-        let shared = Shared::configured(Configured {
-            client: Client::new("http://127.0.0.1:9", "t", Duration::from_secs(1)).unwrap(),
-            sub: "alice".into(),
-            namespace: "sless-2bd806c9".into(),
-            wait_timeout: Duration::from_secs(1),
-        });
-        let r = FunctionResource::new(shared);
+        let r = FunctionResource::new(configured("http://127.0.0.1:9", "alice"));
         let mut diags = Diagnostics::default();
         let (planned, p) = r
             .plan_create(&mut diags, cfg.clone(), cfg.clone(), Value::Null)

@@ -662,25 +662,21 @@ impl Resource for JobResource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::Snapshot;
+    use crate::test_support::{
+        assert_state_keys_match, code_hash, plan_create, plan_in_place, schema_of, source_dir, v,
+        validate_errors,
+    };
     use std::path::Path;
-
-    fn v(s: &str) -> Value<String> {
-        Value::Value(s.to_string())
-    }
 
     fn res() -> JobResource {
         JobResource::new(Shared::default())
     }
 
     fn src() -> tempfile::TempDir {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::write(
-            d.path().join("main.py"),
+        source_dir(
+            "main.py",
             "def handler(e, c):\n    return sum(e['numbers'])\n",
         )
-        .unwrap();
-        d
     }
 
     fn config(dir: &Path) -> JobState {
@@ -699,11 +695,7 @@ mod tests {
         let mut s = cfg.clone();
         s.id = v("sless-2bd806c9/sum");
         s.namespace = v("sless-2bd806c9");
-        s.code_hash = v(
-            &Snapshot::read(Path::new(cfg.source_dir.as_ref_option().unwrap()))
-                .unwrap()
-                .hash(),
-        );
+        s.code_hash = code_hash(&cfg.source_dir);
         s.phase = v("Succeeded");
         s.message = v("600");
         s.started_at = v("2026-01-01T00:00:00Z");
@@ -713,47 +705,10 @@ mod tests {
         s
     }
 
-    fn proposed(prior: &JobState, cfg: &JobState) -> JobState {
-        let mut p = prior.clone();
-        p.name = cfg.name.clone();
-        p.runtime = cfg.runtime.clone();
-        p.entrypoint = cfg.entrypoint.clone();
-        p.source_dir = cfg.source_dir.clone();
-        p.env_vars = cfg.env_vars.clone();
-        p.input = cfg.input.clone();
-        p.run_id = cfg.run_id;
-        p.wait_timeout_sec = cfg.wait_timeout_sec;
-        if cfg.memory_mb.is_value() {
-            p.memory_mb = cfg.memory_mb;
-        }
-        if cfg.timeout_sec.is_value() {
-            p.timeout_sec = cfg.timeout_sec;
-        }
-        p
-    }
-
-    async fn plan_update(prior: &JobState, cfg: &JobState) -> JobState {
-        let mut diags = Diagnostics::default();
-        let (planned, _, replace) = res()
-            .plan_update(
-                &mut diags,
-                prior.clone(),
-                proposed(prior, cfg),
-                cfg.clone(),
-                Value::Null,
-                Value::Null,
-            )
-            .await
-            .unwrap();
-        assert!(diags.errors.is_empty(), "{:?}", diags.errors);
-        assert!(replace.is_empty());
-        planned
-    }
-
     #[test]
     fn state_keys_match_the_schema() {
-        let schema = res().schema(&mut Diagnostics::default()).unwrap();
-        fields::assert_state_keys_match::<JobState>(&schema);
+        let schema = schema_of(&res());
+        assert_state_keys_match::<JobState>(&schema);
         assert!(!schema.block.attributes["message"].sensitive);
     }
 
@@ -762,7 +717,7 @@ mod tests {
         let d = src();
         let cfg = config(d.path());
         let prior = applied(&cfg);
-        assert_eq!(plan_update(&prior, &cfg).await, prior);
+        assert_eq!(plan_in_place(&res(), &prior, &cfg).await, prior);
     }
 
     #[tokio::test]
@@ -777,7 +732,7 @@ mod tests {
         let mut env = cfg.clone();
         env.env_vars = Value::Value([("A".to_string(), v("1"))].into());
         for c in [bumped, other_input, env] {
-            let planned = plan_update(&prior, &c).await;
+            let planned = plan_in_place(&res(), &prior, &c).await;
             assert!(planned.message.is_unknown());
             assert!(planned.phase.is_unknown());
             assert_eq!(planned.code_hash, prior.code_hash);
@@ -787,7 +742,7 @@ mod tests {
             "def handler(e, c):\n    return 0\n",
         )
         .unwrap();
-        let planned = plan_update(&prior, &cfg).await;
+        let planned = plan_in_place(&res(), &prior, &cfg).await;
         assert_ne!(planned.code_hash, prior.code_hash);
         assert!(planned.message.is_unknown());
     }
@@ -799,7 +754,7 @@ mod tests {
         let prior = applied(&cfg);
         let mut c = cfg.clone();
         c.wait_timeout_sec = Value::Value(60);
-        let planned = plan_update(&prior, &c).await;
+        let planned = plan_in_place(&res(), &prior, &c).await;
         assert_eq!(planned.message, prior.message);
         assert_eq!(planned.phase, prior.phase);
     }
@@ -811,7 +766,7 @@ mod tests {
         let mut prior = applied(&cfg);
         prior.phase = v("Failed");
         prior.message = Value::Null;
-        let planned = plan_update(&prior, &cfg).await;
+        let planned = plan_in_place(&res(), &prior, &cfg).await;
         assert!(planned.phase.is_unknown());
     }
 
@@ -822,9 +777,7 @@ mod tests {
         cfg.input = v("{not json");
         cfg.timeout_sec = Value::Value(0);
         cfg.message = v("x");
-        let mut diags = Diagnostics::default();
-        res().validate(&mut diags, cfg).await;
-        let mut paths: Vec<_> = diags.errors.into_iter().map(|d| d.attribute).collect();
+        let mut paths = validate_errors(&res(), cfg).await;
         paths.sort_by_key(|p| format!("{p:?}"));
         let mut want = vec![
             AttributePath::new("input"),
@@ -853,11 +806,7 @@ mod tests {
     async fn plan_create_leaves_the_run_outputs_unknown() {
         let d = src();
         let cfg = config(d.path());
-        let mut diags = Diagnostics::default();
-        let (p, _) = res()
-            .plan_create(&mut diags, cfg.clone(), cfg, Value::Null)
-            .await
-            .unwrap();
+        let p = plan_create(&res(), &cfg).await;
         assert!(p.message.is_unknown() && p.completed_at.is_unknown());
         assert!(p.code_hash.is_value());
         assert_eq!(p.timeout_sec, Value::Value(30));

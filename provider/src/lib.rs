@@ -12,6 +12,8 @@ pub mod namespace;
 pub mod provider;
 pub mod service;
 pub mod source;
+#[cfg(test)]
+mod test_support;
 pub mod token;
 pub mod trigger;
 pub mod wait;

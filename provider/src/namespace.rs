@@ -82,19 +82,11 @@ impl DataSource for NamespaceDataSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::Client;
-    use crate::provider::Configured;
-    use std::time::Duration;
+    use crate::test_support::{assert_state_keys_match, configured};
 
     #[tokio::test]
     async fn reads_the_configured_namespace() {
-        let shared = Shared::configured(Configured {
-            client: Client::new("http://127.0.0.1:9", "t", Duration::from_secs(1)).unwrap(),
-            sub: "alice".into(),
-            namespace: sless_wire::namespace_for_sub("alice"),
-            wait_timeout: Duration::from_secs(1),
-        });
-        let ds = NamespaceDataSource::new(shared);
+        let ds = NamespaceDataSource::new(configured("http://127.0.0.1:9", "alice"));
         let mut diags = Diagnostics::default();
         let s = ds
             .read(&mut diags, NamespaceState::default(), Value::Null)
@@ -118,16 +110,9 @@ mod tests {
 
     #[test]
     fn state_keys_match_the_schema() {
-        let bytes = rmp_serde::to_vec_named(&NamespaceState::default()).unwrap();
-        let v: std::collections::HashMap<String, serde::de::IgnoredAny> =
-            rmp_serde::from_slice(&bytes).unwrap();
-        let mut keys: Vec<_> = v.keys().cloned().collect();
-        keys.sort();
         let s = NamespaceDataSource::new(Shared::default())
             .schema(&mut Diagnostics::default())
             .unwrap();
-        let mut want: Vec<_> = s.block.attributes.keys().cloned().collect();
-        want.sort();
-        assert_eq!(keys, want);
+        assert_state_keys_match::<NamespaceState>(&s);
     }
 }

@@ -347,16 +347,10 @@ mod tests {
 
     #[test]
     fn config_keys_match_the_schema() {
-        let bytes = rmp_serde::to_vec_named(&ProviderConfig::default()).unwrap();
-        let v: HashMap<String, serde::de::IgnoredAny> = rmp_serde::from_slice(&bytes).unwrap();
-        let mut keys: Vec<_> = v.keys().cloned().collect();
-        keys.sort();
         let schema = SlessProvider::default()
             .schema(&mut Diagnostics::default())
             .unwrap();
-        let mut want: Vec<_> = schema.block.attributes.keys().cloned().collect();
-        want.sort();
-        assert_eq!(keys, want);
+        crate::test_support::assert_state_keys_match::<ProviderConfig>(&schema);
     }
 
     #[tokio::test]

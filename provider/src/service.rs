@@ -625,21 +625,18 @@ impl Resource for ServiceResource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::Snapshot;
+    use crate::test_support::{
+        assert_state_keys_match, code_hash, plan_in_place, schema_of, source_dir, v,
+        validate_errors,
+    };
     use std::path::Path;
-
-    fn v(s: &str) -> Value<String> {
-        Value::Value(s.to_string())
-    }
 
     fn res() -> ServiceResource {
         ServiceResource::new(Shared::default())
     }
 
     fn src() -> tempfile::TempDir {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::write(d.path().join("app.py"), "print('serving')\n").unwrap();
-        d
+        source_dir("app.py", "print('serving')\n")
     }
 
     fn config(dir: &Path) -> ServiceState {
@@ -659,11 +656,7 @@ mod tests {
         s.namespace = v("sless-2bd806c9");
         s.url = v("http://127.0.0.1:9/s/sless-2bd806c9/web");
         s.phase = v("Ready");
-        s.code_hash = v(
-            &Snapshot::read(Path::new(cfg.source_dir.as_ref_option().unwrap()))
-                .unwrap()
-                .hash(),
-        );
+        s.code_hash = code_hash(&cfg.source_dir);
         s.last_built_at = v("2026-01-01T00:00:00Z");
         s.memory_mb = Value::Value(128);
         s.timeout_sec = Value::Value(30);
@@ -671,49 +664,9 @@ mod tests {
         s
     }
 
-    fn proposed(prior: &ServiceState, cfg: &ServiceState) -> ServiceState {
-        let mut p = prior.clone();
-        p.name = cfg.name.clone();
-        p.runtime = cfg.runtime.clone();
-        p.entrypoint = cfg.entrypoint.clone();
-        p.command = cfg.command.clone();
-        p.source_dir = cfg.source_dir.clone();
-        p.env_vars = cfg.env_vars.clone();
-        p.wait_timeout_sec = cfg.wait_timeout_sec;
-        if cfg.memory_mb.is_value() {
-            p.memory_mb = cfg.memory_mb;
-        }
-        p
-    }
-
-    async fn plan_update(prior: &ServiceState, cfg: &ServiceState) -> ServiceState {
-        let mut diags = Diagnostics::default();
-        let (planned, _, replace) = res()
-            .plan_update(
-                &mut diags,
-                prior.clone(),
-                proposed(prior, cfg),
-                cfg.clone(),
-                Value::Null,
-                Value::Null,
-            )
-            .await
-            .unwrap();
-        assert!(diags.errors.is_empty(), "{:?}", diags.errors);
-        assert!(replace.is_empty());
-        planned
-    }
-
-    async fn validate_errors(cfg: ServiceState) -> Vec<AttributePath> {
-        let mut diags = Diagnostics::default();
-        res().validate(&mut diags, cfg).await;
-        diags.errors.into_iter().map(|d| d.attribute).collect()
-    }
-
     #[test]
     fn state_keys_match_the_schema() {
-        let schema = res().schema(&mut Diagnostics::default()).unwrap();
-        fields::assert_state_keys_match::<ServiceState>(&schema);
+        assert_state_keys_match::<ServiceState>(&schema_of(&res()));
     }
 
     #[tokio::test]
@@ -721,7 +674,7 @@ mod tests {
         let d = src();
         let cfg = config(d.path());
         let prior = applied(&cfg);
-        assert_eq!(plan_update(&prior, &cfg).await, prior);
+        assert_eq!(plan_in_place(&res(), &prior, &cfg).await, prior);
     }
 
     #[tokio::test]
@@ -732,7 +685,7 @@ mod tests {
         let mut c = cfg.clone();
         c.memory_mb = Value::Value(256);
         c.env_vars = Value::Value([("GREETING".to_string(), v("bonjour"))].into());
-        let planned = plan_update(&prior, &c).await;
+        let planned = plan_in_place(&res(), &prior, &c).await;
         assert_eq!(planned.last_built_at, prior.last_built_at);
         assert_eq!(planned.phase, prior.phase);
         assert_eq!(planned.url, prior.url);
@@ -745,7 +698,7 @@ mod tests {
         let cfg = config(d.path());
         let prior = applied(&cfg);
         std::fs::write(d.path().join("app.py"), "print('v2')\n").unwrap();
-        let planned = plan_update(&prior, &cfg).await;
+        let planned = plan_in_place(&res(), &prior, &cfg).await;
         assert!(planned.last_built_at.is_unknown());
         assert_ne!(planned.code_hash, prior.code_hash);
         assert_eq!(planned.url, prior.url);
@@ -757,31 +710,31 @@ mod tests {
         let mut c = config(d.path());
         c.entrypoint = v("../app.py");
         assert_eq!(
-            validate_errors(c).await,
+            validate_errors(&res(), c).await,
             vec![AttributePath::new("entrypoint")]
         );
         let mut c = config(d.path());
         c.command = Value::Value(vec![v("python3"), v("app.py")]);
         assert_eq!(
-            validate_errors(c).await,
+            validate_errors(&res(), c).await,
             vec![AttributePath::new("command")]
         );
         let mut c = config(d.path());
         c.entrypoint = Value::Null;
         assert_eq!(
-            validate_errors(c).await,
+            validate_errors(&res(), c).await,
             vec![AttributePath::new("entrypoint")]
         );
         let mut c = config(d.path());
         c.entrypoint = Value::Null;
         c.command = Value::Value(vec![v("python3"), v("app.py")]);
-        assert!(validate_errors(c).await.is_empty());
+        assert!(validate_errors(&res(), c).await.is_empty());
         let mut c = config(d.path());
         c.health_path = v("healthz");
         assert_eq!(
-            validate_errors(c).await,
+            validate_errors(&res(), c).await,
             vec![AttributePath::new("health_path")]
         );
-        assert!(validate_errors(config(d.path())).await.is_empty());
+        assert!(validate_errors(&res(), config(d.path())).await.is_empty());
     }
 }

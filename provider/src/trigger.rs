@@ -518,20 +518,13 @@ impl Resource for TriggerResource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::Client;
-    use std::time::Duration;
-
-    fn v(s: &str) -> Value<String> {
-        Value::Value(s.to_string())
-    }
+    use crate::test_support::{
+        assert_state_keys_match, configured, plan_create, plan_update, schema_of, v,
+        validate_errors,
+    };
 
     fn res() -> TriggerResource {
-        TriggerResource::new(Shared::configured(Configured {
-            client: Client::new("http://127.0.0.1:9", "t", Duration::from_secs(1)).unwrap(),
-            sub: "alice".into(),
-            namespace: "sless-2bd806c9".into(),
-            wait_timeout: Duration::from_secs(1),
-        }))
+        TriggerResource::new(configured("http://127.0.0.1:9", "alice"))
     }
 
     fn cron() -> TriggerState {
@@ -570,50 +563,9 @@ mod tests {
         s
     }
 
-    /// Terraform's proposed state: config values, prior computed values.
-    fn proposed(prior: &TriggerState, cfg: &TriggerState) -> TriggerState {
-        let mut p = prior.clone();
-        p.name = cfg.name.clone();
-        p.function = cfg.function.clone();
-        p.trigger_type = cfg.trigger_type.clone();
-        p.schedule = cfg.schedule.clone();
-        p.payload = cfg.payload.clone();
-        if cfg.enabled.is_value() {
-            p.enabled = cfg.enabled;
-        }
-        p
-    }
-
-    async fn plan_update(
-        prior: &TriggerState,
-        cfg: &TriggerState,
-    ) -> (TriggerState, Vec<AttributePath>) {
-        let mut diags = Diagnostics::default();
-        let (planned, _, replace) = res()
-            .plan_update(
-                &mut diags,
-                prior.clone(),
-                proposed(prior, cfg),
-                cfg.clone(),
-                Value::Null,
-                Value::Null,
-            )
-            .await
-            .unwrap();
-        assert!(diags.errors.is_empty(), "{:?}", diags.errors);
-        (planned, replace)
-    }
-
-    async fn validate_errors(cfg: TriggerState) -> Vec<AttributePath> {
-        let mut diags = Diagnostics::default();
-        res().validate(&mut diags, cfg).await;
-        diags.errors.into_iter().map(|d| d.attribute).collect()
-    }
-
     #[test]
     fn state_keys_match_the_schema() {
-        let schema = res().schema(&mut Diagnostics::default()).unwrap();
-        fields::assert_state_keys_match::<TriggerState>(&schema);
+        assert_state_keys_match::<TriggerState>(&schema_of(&res()));
     }
 
     #[tokio::test]
@@ -621,51 +573,50 @@ mod tests {
         let mut cfg = cron();
         cfg.schedule = v("every minute");
         assert_eq!(
-            validate_errors(cfg).await,
+            validate_errors(&res(), cfg).await,
             vec![AttributePath::new("schedule")]
         );
         let mut cfg = cron();
         cfg.schedule = Value::Null;
         assert_eq!(
-            validate_errors(cfg).await,
+            validate_errors(&res(), cfg).await,
             vec![AttributePath::new("schedule")]
         );
         let mut cfg = http();
         cfg.schedule = v("* * * * *");
         assert_eq!(
-            validate_errors(cfg).await,
+            validate_errors(&res(), cfg).await,
             vec![AttributePath::new("schedule")]
         );
         let mut cfg = cron();
         cfg.payload = v("{nope");
         assert_eq!(
-            validate_errors(cfg).await,
+            validate_errors(&res(), cfg).await,
             vec![AttributePath::new("payload")]
         );
         let mut cfg = http();
         cfg.trigger_type = v("queue");
-        assert_eq!(validate_errors(cfg).await, vec![AttributePath::new("type")]);
+        assert_eq!(
+            validate_errors(&res(), cfg).await,
+            vec![AttributePath::new("type")]
+        );
         let mut cfg = http();
         cfg.url = v("x");
-        assert_eq!(validate_errors(cfg).await, vec![AttributePath::new("url")]);
-        assert!(validate_errors(cron()).await.is_empty());
-        assert!(validate_errors(http()).await.is_empty());
+        assert_eq!(
+            validate_errors(&res(), cfg).await,
+            vec![AttributePath::new("url")]
+        );
+        assert!(validate_errors(&res(), cron()).await.is_empty());
+        assert!(validate_errors(&res(), http()).await.is_empty());
     }
 
     #[tokio::test]
     async fn plan_create_leaves_the_url_unknown_for_http_and_null_for_cron() {
-        let mut diags = Diagnostics::default();
-        let (p, _) = res()
-            .plan_create(&mut diags, http(), http(), Value::Null)
-            .await
-            .unwrap();
+        let p = plan_create(&res(), &http()).await;
         assert!(p.url.is_unknown());
         assert_eq!(p.enabled, Value::Value(true));
         assert_eq!(p.id, v("sless-2bd806c9/web"));
-        let (p, _) = res()
-            .plan_create(&mut diags, cron(), cron(), Value::Null)
-            .await
-            .unwrap();
+        let p = plan_create(&res(), &cron()).await;
         assert!(p.url.is_null());
         assert!(p.next_run_at.is_unknown());
     }
@@ -677,7 +628,7 @@ mod tests {
             // The server moved on since the last apply; read refreshed these.
             prior.next_run_at = v("2026-01-01T00:10:00Z");
             prior.last_run_at = v("2026-01-01T00:09:58Z");
-            let (planned, replace) = plan_update(&prior, &cfg).await;
+            let (planned, replace) = plan_update(&res(), &prior, &cfg).await;
             assert_eq!(planned, prior);
             assert!(replace.is_empty());
         }
@@ -689,14 +640,14 @@ mod tests {
         let prior = applied(&cfg);
         let mut cfg2 = cfg.clone();
         cfg2.schedule = v("*/5 * * * * *");
-        let (planned, replace) = plan_update(&prior, &cfg2).await;
+        let (planned, replace) = plan_update(&res(), &prior, &cfg2).await;
         assert!(replace.is_empty());
         assert!(planned.next_run_at.is_unknown());
         let cfg = http();
         let prior = applied(&cfg);
         let mut cfg2 = cfg.clone();
         cfg2.enabled = Value::Value(false);
-        let (planned, replace) = plan_update(&prior, &cfg2).await;
+        let (planned, replace) = plan_update(&res(), &prior, &cfg2).await;
         assert!(replace.is_empty());
         assert_eq!(planned.url, prior.url);
         assert!(planned.phase.is_unknown());
@@ -708,7 +659,7 @@ mod tests {
         let prior = applied(&cfg);
         let mut cfg2 = cron();
         cfg2.name = cfg.name.clone();
-        let (planned, replace) = plan_update(&prior, &cfg2).await;
+        let (planned, replace) = plan_update(&res(), &prior, &cfg2).await;
         assert_eq!(replace, vec![AttributePath::new("type")]);
         assert!(planned.url.is_null());
     }
