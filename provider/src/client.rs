@@ -3,12 +3,112 @@
 //! keeps its name all the way to the Terraform diagnostic.
 
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use sless_wire::{
     ApiError, CreateFunction, CreateJob, CreateService, CreateTrigger, ErrorBody, ErrorCode,
     Function, Job, NamespaceInfo, Service, Trigger, UpdateFunction, UpdateJob, UpdateService,
     UpdateTrigger, paths,
 };
 use std::time::Duration;
+
+/// A kind of object the operator keeps per namespace (function, trigger, job,
+/// service): its API paths, its request bodies and its name in messages.
+pub trait Kind: DeserializeOwned + Send {
+    /// The body of a create.
+    type Create: Serialize + Sync;
+    /// The body of a partial update.
+    type Update: Serialize + Sync;
+    /// The kind in messages: `function`, `trigger`, `job`, `service`.
+    const NOUN: &'static str;
+    /// The collection in namespace `ns`: `/v1/namespaces/{ns}/<kind>s`.
+    fn collection(ns: &str) -> String;
+    /// The object `name` in `ns`: `/v1/namespaces/{ns}/<kind>s/{name}`.
+    fn path(ns: &str, name: &str) -> String;
+}
+
+/// A kind built from uploaded code (function, job, service).
+pub trait Built: Kind {
+    /// Where its code is uploaded: `.../{name}/code`.
+    fn code_path(ns: &str, name: &str) -> String;
+    /// Where its logs are read: `.../{name}/logs`.
+    fn logs_path(ns: &str, name: &str) -> String;
+}
+
+impl Kind for Function {
+    type Create = CreateFunction;
+    type Update = UpdateFunction;
+    const NOUN: &'static str = "function";
+    fn collection(ns: &str) -> String {
+        paths::functions(ns)
+    }
+    fn path(ns: &str, name: &str) -> String {
+        paths::function(ns, name)
+    }
+}
+
+impl Built for Function {
+    fn code_path(ns: &str, name: &str) -> String {
+        paths::function_code(ns, name)
+    }
+    fn logs_path(ns: &str, name: &str) -> String {
+        paths::function_logs(ns, name)
+    }
+}
+
+impl Kind for Trigger {
+    type Create = CreateTrigger;
+    type Update = UpdateTrigger;
+    const NOUN: &'static str = "trigger";
+    fn collection(ns: &str) -> String {
+        paths::triggers(ns)
+    }
+    fn path(ns: &str, name: &str) -> String {
+        paths::trigger(ns, name)
+    }
+}
+
+impl Kind for Job {
+    type Create = CreateJob;
+    type Update = UpdateJob;
+    const NOUN: &'static str = "job";
+    fn collection(ns: &str) -> String {
+        paths::jobs(ns)
+    }
+    fn path(ns: &str, name: &str) -> String {
+        paths::job(ns, name)
+    }
+}
+
+impl Built for Job {
+    fn code_path(ns: &str, name: &str) -> String {
+        paths::job_code(ns, name)
+    }
+    fn logs_path(ns: &str, name: &str) -> String {
+        paths::job_logs(ns, name)
+    }
+}
+
+impl Kind for Service {
+    type Create = CreateService;
+    type Update = UpdateService;
+    const NOUN: &'static str = "service";
+    fn collection(ns: &str) -> String {
+        paths::services(ns)
+    }
+    fn path(ns: &str, name: &str) -> String {
+        paths::service(ns, name)
+    }
+}
+
+impl Built for Service {
+    fn code_path(ns: &str, name: &str) -> String {
+        paths::service_code(ns, name)
+    }
+    fn logs_path(ns: &str, name: &str) -> String {
+        paths::service_logs(ns, name)
+    }
+}
 
 /// What went wrong talking to the operator.
 #[derive(Debug, thiserror::Error)]
@@ -206,7 +306,7 @@ impl Client {
         })
     }
 
-    async fn json<T: serde::de::DeserializeOwned>(
+    async fn json<T: DeserializeOwned>(
         &self,
         method: Method,
         path: &str,
@@ -232,37 +332,18 @@ impl Client {
             .await
     }
 
-    /// `POST path` with a JSON body, decoding the JSON answer.
-    async fn post_json<B: serde::Serialize, T: serde::de::DeserializeOwned>(
-        &self,
-        path: &str,
-        body: &B,
-    ) -> Result<T, ClientError> {
-        self.json(Method::POST, path, self.req(Method::POST, path).json(body))
-            .await
+    /// `POST` of a new `K` to its collection in `ns`.
+    pub async fn create<K: Kind>(&self, ns: &str, body: &K::Create) -> Result<K, ClientError> {
+        let path = K::collection(ns);
+        let rb = self.req(Method::POST, &path).json(body);
+        self.json(Method::POST, &path, rb).await
     }
 
-    /// `PATCH path` with a JSON body, decoding the JSON answer.
-    async fn patch_json<B: serde::Serialize, T: serde::de::DeserializeOwned>(
-        &self,
-        path: &str,
-        body: &B,
-    ) -> Result<T, ClientError> {
-        self.json(
-            Method::PATCH,
-            path,
-            self.req(Method::PATCH, path).json(body),
-        )
-        .await
-    }
-
-    /// `GET path`; `None` on 404.
-    async fn get_opt<T: serde::de::DeserializeOwned>(
-        &self,
-        path: &str,
-    ) -> Result<Option<T>, ClientError> {
+    /// `GET` of the `K` named `name`; `None` on 404.
+    pub async fn get<K: Kind>(&self, ns: &str, name: &str) -> Result<Option<K>, ClientError> {
+        let path = K::path(ns, name);
         match self
-            .json(Method::GET, path, self.req(Method::GET, path))
+            .json(Method::GET, &path, self.req(Method::GET, &path))
             .await
         {
             Ok(v) => Ok(Some(v)),
@@ -271,10 +352,23 @@ impl Client {
         }
     }
 
-    /// `DELETE path`; false when it was already gone (404).
-    async fn delete_path(&self, path: &str) -> Result<bool, ClientError> {
+    /// `PATCH` of the `K` named `name` (any change of a job reruns it).
+    pub async fn update<K: Kind>(
+        &self,
+        ns: &str,
+        name: &str,
+        body: &K::Update,
+    ) -> Result<K, ClientError> {
+        let path = K::path(ns, name);
+        let rb = self.req(Method::PATCH, &path).json(body);
+        self.json(Method::PATCH, &path, rb).await
+    }
+
+    /// `DELETE` of the `K` named `name`; false when it was already gone (404).
+    pub async fn delete<K: Kind>(&self, ns: &str, name: &str) -> Result<bool, ClientError> {
+        let path = K::path(ns, name);
         match self
-            .send(Method::DELETE, path, self.req(Method::DELETE, path))
+            .send(Method::DELETE, &path, self.req(Method::DELETE, &path))
             .await
         {
             Ok(_) => Ok(true),
@@ -283,234 +377,46 @@ impl Client {
         }
     }
 
-    /// `PUT path?sha256=&source_hash=` with a zip as the body.
-    async fn put_code<T: serde::de::DeserializeOwned>(
+    /// `PUT .../code?sha256=&source_hash=` with the zip as the body: builds
+    /// the code (and runs a job, starts a service).
+    pub async fn upload_code<K: Built>(
         &self,
-        path: &str,
+        ns: &str,
+        name: &str,
         zip: Vec<u8>,
         sha256: &str,
         source_hash: &str,
-    ) -> Result<T, ClientError> {
+    ) -> Result<K, ClientError> {
+        let path = K::code_path(ns, name);
         let rb = self
-            .req(Method::PUT, path)
+            .req(Method::PUT, &path)
             .query(&[("sha256", sha256), ("source_hash", source_hash)])
             .header(reqwest::header::CONTENT_TYPE, "application/zip")
             .body(zip);
-        self.json(Method::PUT, path, rb).await
+        self.json(Method::PUT, &path, rb).await
     }
 
-    /// `GET path` with a query, as text.
-    async fn get_text(&self, path: &str, query: &[(&str, &str)]) -> Result<String, ClientError> {
-        let rb = self.req(Method::GET, path).query(query);
-        let resp = self.send(Method::GET, path, rb).await?;
+    /// The last `tail` lines of a log of the `K` named `name`: `log` is
+    /// `build` (unpack, dependency install) or, for a job, `run` (the
+    /// entrypoint's stdout and stderr).
+    pub async fn log<K: Built>(
+        &self,
+        ns: &str,
+        name: &str,
+        log: &str,
+        tail: usize,
+    ) -> Result<String, ClientError> {
+        let path = K::logs_path(ns, name);
+        let tail = tail.to_string();
+        let rb = self
+            .req(Method::GET, &path)
+            .query(&[("kind", log), ("tail", tail.as_str())]);
+        let resp = self.send(Method::GET, &path, rb).await?;
         resp.text().await.map_err(|e| ClientError::Decode {
             method: Method::GET,
-            path: path.to_string(),
+            path,
             reason: chain(&e),
         })
-    }
-
-    /// `POST /v1/namespaces/{ns}/functions`.
-    pub async fn create_function(
-        &self,
-        ns: &str,
-        body: &CreateFunction,
-    ) -> Result<Function, ClientError> {
-        self.post_json(&paths::functions(ns), body).await
-    }
-
-    /// `GET /v1/namespaces/{ns}/functions/{name}`; `None` on 404.
-    pub async fn get_function(
-        &self,
-        ns: &str,
-        name: &str,
-    ) -> Result<Option<Function>, ClientError> {
-        self.get_opt(&paths::function(ns, name)).await
-    }
-
-    /// `PATCH /v1/namespaces/{ns}/functions/{name}`.
-    pub async fn update_function(
-        &self,
-        ns: &str,
-        name: &str,
-        body: &UpdateFunction,
-    ) -> Result<Function, ClientError> {
-        self.patch_json(&paths::function(ns, name), body).await
-    }
-
-    /// `DELETE /v1/namespaces/{ns}/functions/{name}`; false when it was
-    /// already gone (404).
-    pub async fn delete_function(&self, ns: &str, name: &str) -> Result<bool, ClientError> {
-        self.delete_path(&paths::function(ns, name)).await
-    }
-
-    /// `PUT .../code?sha256=&source_hash=` with the zip as the body.
-    pub async fn upload_code(
-        &self,
-        ns: &str,
-        name: &str,
-        zip: Vec<u8>,
-        sha256: &str,
-        source_hash: &str,
-    ) -> Result<Function, ClientError> {
-        self.put_code(&paths::function_code(ns, name), zip, sha256, source_hash)
-            .await
-    }
-
-    /// The last `tail` lines of the build log.
-    pub async fn build_log(
-        &self,
-        ns: &str,
-        name: &str,
-        tail: usize,
-    ) -> Result<String, ClientError> {
-        let tail = tail.to_string();
-        self.get_text(
-            &paths::function_logs(ns, name),
-            &[("kind", "build"), ("tail", tail.as_str())],
-        )
-        .await
-    }
-
-    /// `POST /v1/namespaces/{ns}/triggers`.
-    pub async fn create_trigger(
-        &self,
-        ns: &str,
-        body: &CreateTrigger,
-    ) -> Result<Trigger, ClientError> {
-        self.post_json(&paths::triggers(ns), body).await
-    }
-
-    /// `GET /v1/namespaces/{ns}/triggers/{name}`; `None` on 404.
-    pub async fn get_trigger(&self, ns: &str, name: &str) -> Result<Option<Trigger>, ClientError> {
-        self.get_opt(&paths::trigger(ns, name)).await
-    }
-
-    /// `PATCH /v1/namespaces/{ns}/triggers/{name}`.
-    pub async fn update_trigger(
-        &self,
-        ns: &str,
-        name: &str,
-        body: &UpdateTrigger,
-    ) -> Result<Trigger, ClientError> {
-        self.patch_json(&paths::trigger(ns, name), body).await
-    }
-
-    /// `DELETE /v1/namespaces/{ns}/triggers/{name}`; false when already gone.
-    pub async fn delete_trigger(&self, ns: &str, name: &str) -> Result<bool, ClientError> {
-        self.delete_path(&paths::trigger(ns, name)).await
-    }
-
-    /// `POST /v1/namespaces/{ns}/jobs`.
-    pub async fn create_job(&self, ns: &str, body: &CreateJob) -> Result<Job, ClientError> {
-        self.post_json(&paths::jobs(ns), body).await
-    }
-
-    /// `GET /v1/namespaces/{ns}/jobs/{name}`; `None` on 404.
-    pub async fn get_job(&self, ns: &str, name: &str) -> Result<Option<Job>, ClientError> {
-        self.get_opt(&paths::job(ns, name)).await
-    }
-
-    /// `PATCH /v1/namespaces/{ns}/jobs/{name}` (any change reruns the job).
-    pub async fn update_job(
-        &self,
-        ns: &str,
-        name: &str,
-        body: &UpdateJob,
-    ) -> Result<Job, ClientError> {
-        self.patch_json(&paths::job(ns, name), body).await
-    }
-
-    /// `DELETE /v1/namespaces/{ns}/jobs/{name}`; false when already gone.
-    pub async fn delete_job(&self, ns: &str, name: &str) -> Result<bool, ClientError> {
-        self.delete_path(&paths::job(ns, name)).await
-    }
-
-    /// `PUT .../jobs/{name}/code?sha256=&source_hash=`: builds and runs.
-    pub async fn upload_job_code(
-        &self,
-        ns: &str,
-        name: &str,
-        zip: Vec<u8>,
-        sha256: &str,
-        source_hash: &str,
-    ) -> Result<Job, ClientError> {
-        self.put_code(&paths::job_code(ns, name), zip, sha256, source_hash)
-            .await
-    }
-
-    /// The last `tail` lines of a job's log: `kind` is `build` (unpack,
-    /// dependency install) or `run` (the entrypoint's stdout and stderr).
-    pub async fn job_log(
-        &self,
-        ns: &str,
-        name: &str,
-        kind: &str,
-        tail: usize,
-    ) -> Result<String, ClientError> {
-        let tail = tail.to_string();
-        self.get_text(
-            &paths::job_logs(ns, name),
-            &[("kind", kind), ("tail", tail.as_str())],
-        )
-        .await
-    }
-
-    /// `POST /v1/namespaces/{ns}/services`.
-    pub async fn create_service(
-        &self,
-        ns: &str,
-        body: &CreateService,
-    ) -> Result<Service, ClientError> {
-        self.post_json(&paths::services(ns), body).await
-    }
-
-    /// `GET /v1/namespaces/{ns}/services/{name}`; `None` on 404.
-    pub async fn get_service(&self, ns: &str, name: &str) -> Result<Option<Service>, ClientError> {
-        self.get_opt(&paths::service(ns, name)).await
-    }
-
-    /// `PATCH /v1/namespaces/{ns}/services/{name}`.
-    pub async fn update_service(
-        &self,
-        ns: &str,
-        name: &str,
-        body: &UpdateService,
-    ) -> Result<Service, ClientError> {
-        self.patch_json(&paths::service(ns, name), body).await
-    }
-
-    /// `DELETE /v1/namespaces/{ns}/services/{name}`; false when already gone.
-    pub async fn delete_service(&self, ns: &str, name: &str) -> Result<bool, ClientError> {
-        self.delete_path(&paths::service(ns, name)).await
-    }
-
-    /// `PUT .../services/{name}/code?sha256=&source_hash=`: builds and starts.
-    pub async fn upload_service_code(
-        &self,
-        ns: &str,
-        name: &str,
-        zip: Vec<u8>,
-        sha256: &str,
-        source_hash: &str,
-    ) -> Result<Service, ClientError> {
-        self.put_code(&paths::service_code(ns, name), zip, sha256, source_hash)
-            .await
-    }
-
-    /// The last `tail` lines of a service's build log.
-    pub async fn service_log(
-        &self,
-        ns: &str,
-        name: &str,
-        tail: usize,
-    ) -> Result<String, ClientError> {
-        let tail = tail.to_string();
-        self.get_text(
-            &paths::service_logs(ns, name),
-            &[("kind", "build"), ("tail", tail.as_str())],
-        )
-        .await
     }
 
     /// The authenticated invoke URL of a function.

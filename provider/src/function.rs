@@ -192,7 +192,11 @@ impl FunctionResource {
             Err(WaitError::Failed {
                 message, function, ..
             }) => {
-                let log = match c.client.build_log(&ns, &name, BUILD_LOG_TAIL_LINES).await {
+                let log = match c
+                    .client
+                    .log::<Function>(&ns, &name, "build", BUILD_LOG_TAIL_LINES)
+                    .await
+                {
                     Ok(l) if !l.trim().is_empty() => l,
                     Ok(_) => "(the build log is empty)".to_string(),
                     Err(e) => format!("(could not fetch the build log: {e})"),
@@ -309,7 +313,7 @@ impl Resource for FunctionResource {
         let Some(name) = state.name.as_ref_option().cloned() else {
             return Some((state, private));
         };
-        let f = match c.client.get_function(&ns, &name).await {
+        let f = match c.client.get::<Function>(&ns, &name).await {
             Ok(Some(f)) => f,
             // Deleted outside Terraform: drop it from state so the plan recreates it.
             Ok(None) => return None,
@@ -415,7 +419,7 @@ impl Resource for FunctionResource {
             timeout_sec: planned.timeout_sec.as_ref_option().copied(),
         };
         let ns = c.namespace.clone();
-        let created = match c.client.create_function(&ns, &body).await {
+        let created = match c.client.create::<Function>(&ns, &body).await {
             Ok(f) => f,
             Err(e) if e.is_code(ErrorCode::AlreadyExists) => {
                 diags.error(
@@ -438,7 +442,7 @@ impl Resource for FunctionResource {
         // Terraform tracks it (tainted when there are errors).
         if let Err(e) = c
             .client
-            .upload_code(
+            .upload_code::<Function>(
                 &ns,
                 &name,
                 zip,
@@ -508,7 +512,7 @@ impl Resource for FunctionResource {
         let mut state = planned.clone();
         state.namespace = Value::Value(ns.clone());
         if patch != UpdateFunction::default() {
-            match c.client.update_function(&ns, &name, &patch).await {
+            match c.client.update::<Function>(&ns, &name, &patch).await {
                 Ok(f) => state = state.fill_from(&f, url.clone()),
                 Err(e) => {
                     // Nothing changed: Terraform keeps the prior state.
@@ -524,7 +528,11 @@ impl Resource for FunctionResource {
             hash,
         }) = package
         {
-            match c.client.upload_code(&ns, &name, zip, &zip_sha, &hash).await {
+            match c
+                .client
+                .upload_code::<Function>(&ns, &name, zip, &zip_sha, &hash)
+                .await
+            {
                 Ok(f) => state = state.fill_from(&f, url.clone()),
                 Err(e) => {
                     api_error(
@@ -578,7 +586,7 @@ impl Resource for FunctionResource {
             .as_ref_option()
             .cloned()
             .unwrap_or_else(|| c.namespace.clone());
-        if let Err(e) = c.client.delete_function(&ns, &name).await {
+        if let Err(e) = c.client.delete::<Function>(&ns, &name).await {
             api_error(diags, format!("Cannot delete function {name}"), &e);
             return None;
         }

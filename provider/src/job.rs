@@ -187,7 +187,11 @@ fn settled(j: &Job) -> bool {
 async fn failure_output(c: &Configured, ns: &str, name: &str) -> String {
     let mut errors = Vec::new();
     for kind in ["run", "build"] {
-        match c.client.job_log(ns, name, kind, JOB_LOG_TAIL_LINES).await {
+        match c
+            .client
+            .log::<Job>(ns, name, kind, JOB_LOG_TAIL_LINES)
+            .await
+        {
             Ok(l) if !l.trim().is_empty() => return format!("{kind} log:\n{}", l.trim_end()),
             Ok(_) => {}
             Err(e) => errors.push(format!("(could not fetch the {kind} log: {e})")),
@@ -241,7 +245,7 @@ impl JobResource {
         timeout: Duration,
     ) -> (Option<Job>, bool) {
         let look = || async move {
-            let j = c.client.get_job(ns, name).await?;
+            let j = c.client.get::<Job>(ns, name).await?;
             Ok(j.map(|j| {
                 if j.status.observed_generation >= generation && j.status.phase.is_terminal() {
                     if j.status.phase == JobPhase::Succeeded {
@@ -398,7 +402,7 @@ impl Resource for JobResource {
         let Some(name) = state.name.as_ref_option().cloned() else {
             return Some((state, private));
         };
-        let j = match c.client.get_job(&ns, &name).await {
+        let j = match c.client.get::<Job>(&ns, &name).await {
             Ok(Some(j)) => j,
             Ok(None) => return None,
             Err(e) => {
@@ -513,7 +517,7 @@ impl Resource for JobResource {
             timeout_sec: planned.timeout_sec.as_ref_option().copied(),
         };
         let ns = c.namespace.clone();
-        let created = match c.client.create_job(&ns, &body).await {
+        let created = match c.client.create::<Job>(&ns, &body).await {
             Ok(j) => j,
             Err(e) if e.is_code(ErrorCode::AlreadyExists) => {
                 fields::already_exists(diags, "job", &name, &ns);
@@ -528,7 +532,7 @@ impl Resource for JobResource {
         // From here on the job exists: always return a state.
         let uploaded = match c
             .client
-            .upload_job_code(&ns, &name, zip, &sha256, &hash)
+            .upload_code::<Job>(&ns, &name, zip, &sha256, &hash)
             .await
         {
             Ok(j) => j,
@@ -595,7 +599,7 @@ impl Resource for JobResource {
         state.namespace = Value::Value(ns.clone());
         let mut generation = None;
         if patch != UpdateJob::default() {
-            match c.client.update_job(&ns, &name, &patch).await {
+            match c.client.update::<Job>(&ns, &name, &patch).await {
                 Ok(j) => {
                     generation = Some(j.generation);
                     state = state.fill_from(&j);
@@ -609,7 +613,7 @@ impl Resource for JobResource {
         if let Some(p) = pkg {
             match c
                 .client
-                .upload_job_code(&ns, &name, p.zip, &p.sha256, &p.hash)
+                .upload_code::<Job>(&ns, &name, p.zip, &p.sha256, &p.hash)
                 .await
             {
                 Ok(j) => generation = Some(j.generation),
@@ -652,8 +656,8 @@ impl Resource for JobResource {
             "job",
             &name,
             Self::wait_timeout(&prior),
-            c.client.delete_job(&ns, &name).await,
-            || c.client.get_job(&ns, &name),
+            c.client.delete::<Job>(&ns, &name).await,
+            || c.client.get::<Job>(&ns, &name),
         )
         .await
     }

@@ -186,7 +186,7 @@ impl ServiceResource {
         let name = state.name.as_ref_option().cloned().unwrap_or_default();
         let (ns_ref, name_ref) = (ns.as_str(), name.as_str());
         let look = || async move {
-            let s = c.client.get_service(ns_ref, name_ref).await?;
+            let s = c.client.get::<Service>(ns_ref, name_ref).await?;
             Ok(s.map(|s| {
                 let code_ok = match (code_sha256, s.status.code_sha256.as_deref()) {
                     (Some(want), Some(have)) => want == have,
@@ -215,7 +215,7 @@ impl ServiceResource {
             Ended::Failed(s, why) => {
                 let log = match c
                     .client
-                    .service_log(&ns, &name, SERVICE_LOG_TAIL_LINES)
+                    .log::<Service>(&ns, &name, "build", SERVICE_LOG_TAIL_LINES)
                     .await
                 {
                     Ok(l) if !l.trim().is_empty() => l,
@@ -372,7 +372,7 @@ impl Resource for ServiceResource {
         let Some(name) = state.name.as_ref_option().cloned() else {
             return Some((state, private));
         };
-        let svc = match c.client.get_service(&ns, &name).await {
+        let svc = match c.client.get::<Service>(&ns, &name).await {
             Ok(Some(s)) => s,
             Ok(None) => return None,
             Err(e) => {
@@ -489,7 +489,7 @@ impl Resource for ServiceResource {
             health_path: planned.health_path.as_ref_option().cloned(),
         };
         let ns = c.namespace.clone();
-        let created = match c.client.create_service(&ns, &body).await {
+        let created = match c.client.create::<Service>(&ns, &body).await {
             Ok(s) => s,
             Err(e) if e.is_code(ErrorCode::AlreadyExists) => {
                 fields::already_exists(diags, "service", &name, &ns);
@@ -503,7 +503,7 @@ impl Resource for ServiceResource {
         let state = planned.fill_from(&created);
         if let Err(e) = c
             .client
-            .upload_service_code(&ns, &name, zip, &sha256, &hash)
+            .upload_code::<Service>(&ns, &name, zip, &sha256, &hash)
             .await
         {
             api_error(
@@ -561,7 +561,7 @@ impl Resource for ServiceResource {
         state.namespace = Value::Value(ns.clone());
         state.url = prior.url.clone();
         if patch != UpdateService::default() {
-            match c.client.update_service(&ns, &name, &patch).await {
+            match c.client.update::<Service>(&ns, &name, &patch).await {
                 Ok(s) => state = state.fill_from(&s),
                 Err(e) => {
                     api_error(diags, format!("Cannot update service {name}"), &e);
@@ -573,7 +573,7 @@ impl Resource for ServiceResource {
         if let Some(p) = pkg {
             if let Err(e) = c
                 .client
-                .upload_service_code(&ns, &name, p.zip, &p.sha256, &p.hash)
+                .upload_code::<Service>(&ns, &name, p.zip, &p.sha256, &p.hash)
                 .await
             {
                 api_error(
@@ -615,8 +615,8 @@ impl Resource for ServiceResource {
             "service",
             &name,
             Self::wait_timeout(&prior, &c),
-            c.client.delete_service(&ns, &name).await,
-            || c.client.get_service(&ns, &name),
+            c.client.delete::<Service>(&ns, &name).await,
+            || c.client.get::<Service>(&ns, &name),
         )
         .await
     }

@@ -165,7 +165,7 @@ impl TriggerResource {
         enabled: bool,
     ) -> (Option<Trigger>, bool) {
         let look = || async move {
-            let t = c.client.get_trigger(ns, name).await?;
+            let t = c.client.get::<Trigger>(ns, name).await?;
             Ok(t.map(|t| {
                 let want = if enabled {
                     TriggerPhase::Active
@@ -314,7 +314,7 @@ impl Resource for TriggerResource {
         let Some(name) = state.name.as_ref_option().cloned() else {
             return Some((state, private));
         };
-        let t = match c.client.get_trigger(&ns, &name).await {
+        let t = match c.client.get::<Trigger>(&ns, &name).await {
             Ok(Some(t)) => t,
             Ok(None) => return None,
             Err(e) => {
@@ -414,7 +414,7 @@ impl Resource for TriggerResource {
             enabled: Some(enabled),
         };
         let ns = c.namespace.clone();
-        let created = match c.client.create_trigger(&ns, &body).await {
+        let created = match c.client.create::<Trigger>(&ns, &body).await {
             Ok(t) => t,
             Err(e) if e.is_code(ErrorCode::AlreadyExists) => {
                 fields::already_exists(diags, "trigger", &name, &ns);
@@ -466,7 +466,7 @@ impl Resource for TriggerResource {
         let mut state = planned;
         state.url = prior.url.clone();
         if patch != UpdateTrigger::default() {
-            match c.client.update_trigger(&ns, &name, &patch).await {
+            match c.client.update::<Trigger>(&ns, &name, &patch).await {
                 Ok(t) => state = state.fill_from(&t),
                 Err(e) => {
                     api_error(diags, format!("Cannot update trigger {name}"), &e);
@@ -508,8 +508,8 @@ impl Resource for TriggerResource {
             "trigger",
             &name,
             c.wait_timeout,
-            c.client.delete_trigger(&ns, &name).await,
-            || c.client.get_trigger(&ns, &name),
+            c.client.delete::<Trigger>(&ns, &name).await,
+            || c.client.get::<Trigger>(&ns, &name),
         )
         .await
     }

@@ -66,7 +66,7 @@ pub async fn until_ready(
     timeout: Duration,
 ) -> Result<Function, WaitError> {
     let look = || async move {
-        let f = client.get_function(ns, name).await?;
+        let f = client.get::<Function>(ns, name).await?;
         Ok(f.map(|f| {
             let code_matches = match (code_sha256, f.status.code_sha256.as_deref()) {
                 (Some(want), Some(have)) => want == have,
@@ -119,7 +119,7 @@ pub async fn until_gone(
     timeout: Duration,
 ) -> Result<(), WaitError> {
     let look = || async move {
-        let f = client.get_function(ns, name).await?;
+        let f = client.get::<Function>(ns, name).await?;
         Ok(f.map(|f| {
             let seen = describe(&f);
             Look::Waiting(f, seen)
