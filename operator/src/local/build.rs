@@ -16,7 +16,7 @@ use sless_wire::runtime::Language;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::Command;
@@ -117,22 +117,16 @@ pub async fn build(
     ));
     {
         let dir = dir.clone();
-        let src = src.clone();
         let zip_path = zip_path.to_path_buf();
-        let res = tokio::task::spawn_blocking(move || -> Result<codezip::Extracted, String> {
-            if dir.exists() {
-                std::fs::remove_dir_all(&dir).map_err(|e| {
-                    format!("cannot remove the old build dir {}: {e}", dir.display())
-                })?;
-            }
-            std::fs::create_dir_all(&src)
-                .map_err(|e| format!("cannot create {}: {e}", src.display()))?;
-            let bytes = std::fs::read(&zip_path)
-                .map_err(|e| format!("cannot read stored code {}: {e}", zip_path.display()))?;
-            codezip::extract(&bytes, &src).map_err(|e| format!("cannot unpack the code zip: {e}"))
-        })
-        .await
-        .map_err(|e| format!("unpack task failed: {e}"))?;
+        // Dropped when this future is (the object was deleted or got newer
+        // code): the unpacking thread cannot be interrupted, so it checks
+        // the flag and removes what it made (see `unpack`).
+        let cancelled = CancelOnDrop::default();
+        let flag = cancelled.0.clone();
+        let res = tokio::task::spawn_blocking(move || unpack(&zip_path, &dir, &flag))
+            .await
+            .map_err(|e| format!("unpack task failed: {e}"))?;
+        drop(cancelled);
         match res {
             Ok(x) => env.log(&format!("unpacked {} files, {} bytes", x.files, x.bytes)),
             Err(e) => {
@@ -427,6 +421,67 @@ async fn node_deps(
     Ok(())
 }
 
+/// Sets its flag when dropped: tells a blocking task its caller is gone.
+#[derive(Debug, Default)]
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Unpacks the zip at `zip_path` into `dir/src` (blocking): into a fresh
+/// temporary directory beside `dir` first, which then replaces `dir`. When
+/// `cancelled` is set (the build was dropped: a delete, newer code), it
+/// removes what it made instead — also after the rename, so a delete that
+/// removed the build tree while this ran cannot be undone by it.
+fn unpack(
+    zip_path: &Path,
+    dir: &Path,
+    cancelled: &AtomicBool,
+) -> Result<codezip::Extracted, String> {
+    let parent = dir.parent().unwrap_or(dir);
+    let tmp = parent.join(format!(
+        "{}.unpack-{}",
+        dir.file_name().and_then(|n| n.to_str()).unwrap_or("build"),
+        unique_suffix()
+    ));
+    let abandon = |path: &Path| {
+        let _ = std::fs::remove_dir_all(path);
+        // The parent is the object's build tree; leave nothing behind a delete.
+        let _ = std::fs::remove_dir(parent);
+        Err("the build was cancelled".to_string())
+    };
+    let src = tmp.join("src");
+    std::fs::create_dir_all(&src).map_err(|e| format!("cannot create {}: {e}", src.display()))?;
+    let bytes = std::fs::read(zip_path)
+        .map_err(|e| format!("cannot read stored code {}: {e}", zip_path.display()))?;
+    let extracted = codezip::extract(&bytes, &src);
+    if cancelled.load(Ordering::SeqCst) {
+        return abandon(&tmp);
+    }
+    let extracted = match extracted {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(format!("cannot unpack the code zip: {e}"));
+        }
+    };
+    if dir.exists() {
+        std::fs::remove_dir_all(dir)
+            .map_err(|e| format!("cannot remove the old build dir {}: {e}", dir.display()))?;
+    }
+    std::fs::rename(&tmp, dir).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&tmp);
+        format!("cannot move the unpacked code to {}: {e}", dir.display())
+    })?;
+    if cancelled.load(Ordering::SeqCst) {
+        return abandon(dir);
+    }
+    Ok(extracted)
+}
+
 /// Removes a directory tree when dropped, also when the future owning it is
 /// cancelled (a removal after a successful rename finds nothing to remove).
 #[derive(Debug)]
@@ -500,6 +555,63 @@ async fn run_logged(env: &BuildEnv, mut cmd: Command, shown: &str) -> Result<(),
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn zip_file(dir: &Path) -> PathBuf {
+        let mut buf = std::io::Cursor::new(Vec::new());
+        {
+            let mut w = zip::ZipWriter::new(&mut buf);
+            w.start_file("main.py", zip::write::SimpleFileOptions::default())
+                .unwrap();
+            std::io::Write::write_all(&mut w, b"x = 1\n").unwrap();
+            w.finish().unwrap();
+        }
+        let path = dir.join("code.zip");
+        std::fs::write(&path, buf.into_inner()).unwrap();
+        path
+    }
+
+    fn entries(dir: &Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn unpack_replaces_the_build_dir_through_a_temporary_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let zip = zip_file(tmp.path());
+        let dir = tmp.path().join("builds/ns/f/0123456789ab");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("stale.txt"), "old build").unwrap();
+        let x = unpack(&zip, &dir, &AtomicBool::new(false)).unwrap();
+        assert_eq!(x.files, 1);
+        assert!(dir.join("src/main.py").is_file());
+        assert!(!dir.join("stale.txt").exists(), "the old build is replaced");
+        assert_eq!(
+            entries(dir.parent().unwrap()),
+            ["0123456789ab"],
+            "no temporary left"
+        );
+    }
+
+    #[test]
+    fn a_cancelled_unpack_leaves_nothing_behind() {
+        let tmp = tempfile::tempdir().unwrap();
+        let zip = zip_file(tmp.path());
+        // The delete removed the object's build tree while unpacking ran.
+        let dir = tmp.path().join("builds/ns/f/0123456789ab");
+        let err = unpack(&zip, &dir, &AtomicBool::new(true)).unwrap_err();
+        assert!(err.contains("cancelled"), "{err}");
+        assert!(
+            !tmp.path().join("builds/ns/f").exists(),
+            "the deleted object's build tree is not recreated: {:?}",
+            entries(&tmp.path().join("builds/ns"))
+        );
+    }
 
     #[test]
     fn local_requirements_are_detected() {
