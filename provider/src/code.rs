@@ -1,7 +1,11 @@
 //! The code of deployable resources (`sless_function`, `sless_job`,
-//! `sless_service`): the plan-time `code_hash` of `source_dir` and, at apply
-//! time, the zip to upload, refused when the folder changed since the plan.
+//! `sless_service`): the plan-time `code_hash` of `source_dir`; at apply
+//! time, the zip to upload (refused when the folder changed since the plan),
+//! its upload, and the build log tail a failure shows.
 
+use crate::client::Built;
+use crate::fields::api_error;
+use crate::provider::Configured;
 use crate::source::{Snapshot, sha256_hex};
 use std::path::Path;
 use tf_provider::value::Value;
@@ -77,6 +81,42 @@ pub fn package(
             );
             None
         }
+    }
+}
+
+/// Uploads `p` as the code of the `K` named `name`. An API error becomes a
+/// diagnostic.
+pub async fn upload<K: Built>(
+    diags: &mut Diagnostics,
+    c: &Configured,
+    ns: &str,
+    name: &str,
+    p: Package,
+) -> Option<K> {
+    match c
+        .client
+        .upload_code::<K>(ns, name, p.zip, &p.sha256, &p.hash)
+        .await
+    {
+        Ok(k) => Some(k),
+        Err(e) => {
+            api_error(
+                diags,
+                format!("Cannot upload the code of {} {name}", K::NOUN),
+                &e,
+            );
+            None
+        }
+    }
+}
+
+/// The last `tail` lines of the build log of the `K` named `name`, for a
+/// failure diagnostic, or a note saying why there are none.
+pub async fn build_log<K: Built>(c: &Configured, ns: &str, name: &str, tail: usize) -> String {
+    match c.client.log::<K>(ns, name, "build", tail).await {
+        Ok(l) if !l.trim().is_empty() => l,
+        Ok(_) => "(the build log is empty)".to_string(),
+        Err(e) => format!("(could not fetch the build log: {e})"),
     }
 }
 

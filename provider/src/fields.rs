@@ -1,16 +1,18 @@
 //! Attribute helpers shared by the resources: schema attributes, the checks
 //! every resource runs at validate time (names, env vars, limits, source
-//! folders, computed-only attributes), and turning API errors into pathed
-//! diagnostics.
+//! folders, computed-only attributes), turning API errors into pathed
+//! diagnostics, and the create/read/update/delete calls every resource makes.
 
-use crate::client::{ClientError, chain};
+use crate::client::{ClientError, Kind, chain};
 use crate::diag::{field_error, field_path};
-use crate::provider::{Configured, TIMEOUT_SEC_LIMIT};
+use crate::provider::{Configured, Shared, TIMEOUT_SEC_LIMIT};
 use crate::source::check_dir;
 use crate::wait::{Look, Outcome, poll};
-use sless_wire::{Runtime, validate};
+use sless_wire::limits::{MEMORY_MB_DEFAULT, TIMEOUT_SEC_DEFAULT};
+use sless_wire::{ErrorCode, Runtime, validate};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 use tf_provider::schema::{Attribute, AttributeConstraint, AttributeType, Description};
 use tf_provider::value::Value;
@@ -80,10 +82,11 @@ pub fn env_from_api(api: &BTreeMap<String, String>, state: &EnvMap) -> EnvMap {
     }
 }
 
-/// Errors for computed-only attributes set in the configuration.
-pub fn check_computed_only(diags: &mut Diagnostics, attrs: &[(&str, bool)]) {
-    for (name, set) in attrs {
-        if *set {
+/// Errors for the computed-only attributes `names` that `is_set` says the
+/// configuration sets.
+pub fn check_computed_only(diags: &mut Diagnostics, names: &[&str], is_set: impl Fn(&str) -> bool) {
+    for name in names {
+        if is_set(name) {
             diags.error(
                 format!("{name} cannot be set"),
                 format!("{name} is computed by the provider; remove it from the configuration."),
@@ -142,14 +145,45 @@ pub fn check_limits(
     {
         field_error(diags, "Invalid timeout_sec", &e);
     }
-    if let Value::Value(w) = wait
-        && !(1..=TIMEOUT_SEC_LIMIT).contains(&w)
+    check_timeout(diags, "wait_timeout_sec", &wait);
+}
+
+/// Checks a timeout in seconds the provider itself applies (1 s to a day).
+pub fn check_timeout(diags: &mut Diagnostics, name: &'static str, v: &Value<i64>) {
+    if let Value::Value(n) = v
+        && !(1..=TIMEOUT_SEC_LIMIT).contains(n)
     {
         diags.error(
-            "Invalid wait_timeout_sec",
-            format!("{w} is out of range: must be between 1 and {TIMEOUT_SEC_LIMIT} seconds"),
-            AttributePath::new("wait_timeout_sec"),
+            format!("Invalid {name}"),
+            format!("{n} is out of range: must be between 1 and {TIMEOUT_SEC_LIMIT} seconds"),
+            AttributePath::new(name),
         );
+    }
+}
+
+/// Plans the defaults of `memory_mb` and `timeout_sec` where the config
+/// leaves them out (Optional+Computed values are otherwise sticky).
+pub fn default_limits(
+    memory: &mut Value<i64>,
+    timeout: &mut Value<i64>,
+    config_memory: &Value<i64>,
+    config_timeout: &Value<i64>,
+) {
+    if config_memory.is_null() {
+        *memory = Value::Value(i64::from(MEMORY_MB_DEFAULT));
+    }
+    if config_timeout.is_null() {
+        *timeout = Value::Value(i64::from(TIMEOUT_SEC_DEFAULT));
+    }
+}
+
+/// Turns every unknown value into null (a state returned with an error must
+/// be fully known).
+pub fn unknowns_to_null<'a, T: 'a>(values: impl IntoIterator<Item = &'a mut Value<T>>) {
+    for v in values {
+        if v.is_unknown() {
+            *v = Value::Null;
+        }
     }
 }
 
@@ -317,36 +351,107 @@ pub fn ended<T>(
     }
 }
 
-/// Takes the answer of a DELETE and waits (with `get`) until the operator
-/// answers 404; adds a diagnostic and returns `None` when either fails.
-pub async fn delete_and_wait<T, F, Fut>(
+/// Creates a `K` named `name` in the provider's namespace. A taken name or
+/// an API error becomes a diagnostic.
+pub async fn create<K: Kind>(
     diags: &mut Diagnostics,
-    kind: &str,
+    c: &Configured,
     name: &str,
+    body: &K::Create,
+) -> Option<K> {
+    match c.client.create::<K>(&c.namespace, body).await {
+        Ok(k) => Some(k),
+        Err(e) if e.is_code(ErrorCode::AlreadyExists) => {
+            already_exists(diags, K::NOUN, name, &c.namespace);
+            None
+        }
+        Err(e) => {
+            api_error(diags, format!("Cannot create {} {name}", K::NOUN), &e);
+            None
+        }
+    }
+}
+
+/// What `read` found of a resource.
+#[derive(Debug)]
+pub enum Fetched<K> {
+    /// The operator has it: the configuration and the object.
+    Found(Arc<Configured>, K),
+    /// The operator answered 404: drop it from state so the plan recreates it.
+    Gone,
+    /// Nothing to refresh from (the provider is not configured, the state has
+    /// no name, or the operator failed: a diagnostic says so): keep the state.
+    Keep,
+}
+
+/// Reads the `K` a state names (its namespace, else the provider's).
+pub async fn fetch<K: Kind>(
+    diags: &mut Diagnostics,
+    shared: &Shared,
+    ns: &Value<String>,
+    name: &Value<String>,
+) -> Fetched<K> {
+    let Some(c) = shared.get(diags) else {
+        return Fetched::Keep;
+    };
+    let ns = namespace_of(ns, &c);
+    let Some(name) = name.as_ref_option() else {
+        return Fetched::Keep;
+    };
+    match c.client.get::<K>(&ns, name).await {
+        Ok(Some(k)) => Fetched::Found(c, k),
+        Ok(None) => Fetched::Gone,
+        Err(e) => {
+            api_error(diags, format!("Cannot read {} {name}", K::NOUN), &e);
+            Fetched::Keep
+        }
+    }
+}
+
+/// Patches the `K` named `name`. An API error becomes a diagnostic (nothing
+/// changed: Terraform keeps the prior state).
+pub async fn update<K: Kind>(
+    diags: &mut Diagnostics,
+    c: &Configured,
+    ns: &str,
+    name: &str,
+    patch: &K::Update,
+) -> Option<K> {
+    match c.client.update::<K>(ns, name, patch).await {
+        Ok(k) => Some(k),
+        Err(e) => {
+            api_error(diags, format!("Cannot update {} {name}", K::NOUN), &e);
+            None
+        }
+    }
+}
+
+/// Deletes the `K` a state names and waits until the operator answers 404;
+/// adds a diagnostic and returns `None` when either fails.
+pub async fn delete_and_wait<K: Kind>(
+    diags: &mut Diagnostics,
+    c: &Configured,
+    ns: &Value<String>,
+    name: &Value<String>,
     timeout: Duration,
-    deleted: Result<bool, ClientError>,
-    mut get: F,
-) -> Option<()>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<Option<T>, ClientError>>,
-{
-    if let Err(e) = deleted {
-        api_error(diags, format!("Cannot delete {kind} {name}"), &e);
+) -> Option<()> {
+    let ns = namespace_of(ns, c);
+    let name = name.as_ref_option().cloned().unwrap_or_default();
+    if let Err(e) = c.client.delete::<K>(&ns, &name).await {
+        api_error(diags, format!("Cannot delete {} {name}", K::NOUN), &e);
         return None;
     }
-    let look = || {
-        let fut = get();
-        async move {
-            Ok(fut
-                .await?
-                .map(|t| Look::Waiting(t, "still present".to_string())))
-        }
+    let (ns_ref, name_ref) = (ns.as_str(), name.as_str());
+    let look = || async move {
+        Ok(c.client
+            .get::<K>(ns_ref, name_ref)
+            .await?
+            .map(|k| Look::Waiting(k, "still present".to_string())))
     };
     match poll(timeout, look).await {
         Ok(Outcome::Gone) => Some(()),
         r => {
-            ended(diags, kind, name, "deleted", r);
+            ended(diags, K::NOUN, &name, "deleted", r);
             None
         }
     }

@@ -3,13 +3,12 @@
 //! the operator with waits until the function is Ready or gone.
 
 use crate::client::chain;
-use crate::code::{Package, package, plan_hash};
-use crate::fields::{self, api_error, attr, env_at_apply, opt};
+use crate::code::{self, package, plan_hash};
+use crate::fields::{self, Fetched, api_error, attr, env_at_apply, opt};
 use crate::provider::{Configured, Shared};
 use crate::wait::{self, WaitError};
 use serde::{Deserialize, Serialize};
-use sless_wire::limits::{MEMORY_MB_DEFAULT, TIMEOUT_SEC_DEFAULT};
-use sless_wire::{CreateFunction, ErrorCode, Function, Runtime, UpdateFunction};
+use sless_wire::{CreateFunction, Function, Runtime, UpdateFunction};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -107,20 +106,16 @@ impl FunctionState {
     /// Turns every unknown into null (a state returned with an error must be
     /// fully known).
     fn resolve_unknowns(mut self) -> Self {
-        fn fix<T>(v: &mut Value<T>) {
-            if v.is_unknown() {
-                *v = Value::Null;
-            }
-        }
-        fix(&mut self.id);
-        fix(&mut self.namespace);
-        fix(&mut self.code_hash);
-        fix(&mut self.phase);
-        fix(&mut self.image_ref);
-        fix(&mut self.invoke_url);
-        fix(&mut self.last_built_at);
-        fix(&mut self.memory_mb);
-        fix(&mut self.timeout_sec);
+        fields::unknowns_to_null([
+            &mut self.id,
+            &mut self.namespace,
+            &mut self.code_hash,
+            &mut self.phase,
+            &mut self.image_ref,
+            &mut self.invoke_url,
+            &mut self.last_built_at,
+        ]);
+        fields::unknowns_to_null([&mut self.memory_mb, &mut self.timeout_sec]);
         self
     }
 
@@ -153,54 +148,39 @@ impl FunctionResource {
     /// Plans `id`, `namespace` and `invoke_url` of a function about to be
     /// created: known once the provider is configured and the name is known.
     fn plan_location(&self, planned: &mut FunctionState) {
-        match (self.shared.try_get(), &planned.name) {
-            (Some(c), Value::Value(name)) => {
-                planned.id = Value::Value(format!("{}/{name}", c.namespace));
-                planned.namespace = Value::Value(c.namespace.clone());
-                planned.invoke_url = Value::Value(c.client.invoke_url(&c.namespace, name));
-            }
-            _ => {
-                planned.id = Value::Unknown;
-                planned.namespace = Value::Unknown;
-                planned.invoke_url = Value::Unknown;
-            }
-        }
+        let c = self.shared.try_get();
+        (planned.id, planned.namespace) = fields::plan_location(c.as_deref(), &planned.name);
+        planned.invoke_url = match (c, &planned.name) {
+            (Some(c), Value::Value(name)) => Value::Value(c.client.invoke_url(&c.namespace, name)),
+            _ => Value::Unknown,
+        };
     }
 
     fn wait_timeout(state: &FunctionState, c: &Configured) -> Duration {
         fields::wait_timeout(&state.wait_timeout_sec, c.wait_timeout)
     }
 
-    /// Waits for Ready and turns a failure into a diagnostic that carries the
-    /// phase, the operator's message and the last lines of the build log.
-    /// Returns the last function seen (if any) and whether it is Ready.
+    /// Waits for Ready (running `code_sha256` when given) and merges the
+    /// function last seen into `state` (with `url`). A failure becomes a
+    /// diagnostic that carries the phase, the operator's message and the last
+    /// lines of the build log, and leaves no unknowns in the state.
     async fn wait_ready(
         diags: &mut Diagnostics,
         c: &Configured,
-        state: &FunctionState,
+        state: FunctionState,
         code_sha256: Option<&str>,
-    ) -> (Option<Function>, bool) {
-        let ns = state
-            .namespace
-            .as_ref_option()
-            .cloned()
-            .unwrap_or_else(|| c.namespace.clone());
+        url: String,
+    ) -> FunctionState {
+        let ns = fields::namespace_of(&state.namespace, c);
         let name = state.name.as_ref_option().cloned().unwrap_or_default();
-        let timeout = Self::wait_timeout(state, c);
-        match wait::until_ready(&c.client, &ns, &name, code_sha256, timeout).await {
+        let timeout = Self::wait_timeout(&state, c);
+        let (last, ok) = match wait::until_ready(&c.client, &ns, &name, code_sha256, timeout).await
+        {
             Ok(f) => (Some(f), true),
             Err(WaitError::Failed {
                 message, function, ..
             }) => {
-                let log = match c
-                    .client
-                    .log::<Function>(&ns, &name, "build", BUILD_LOG_TAIL_LINES)
-                    .await
-                {
-                    Ok(l) if !l.trim().is_empty() => l,
-                    Ok(_) => "(the build log is empty)".to_string(),
-                    Err(e) => format!("(could not fetch the build log: {e})"),
-                };
+                let log = code::build_log::<Function>(c, &ns, &name, BUILD_LOG_TAIL_LINES).await;
                 diags.root_error(
                     format!("Function {name} failed: phase Failed"),
                     format!(
@@ -228,7 +208,12 @@ impl FunctionResource {
                 diags.root_error(format!("Error waiting for function {name}"), chain(&e));
                 (None, false)
             }
+        };
+        let mut state = state;
+        if let Some(f) = &last {
+            state = state.fill_from(f, url);
         }
+        if ok { state } else { state.resolve_unknowns() }
     }
 }
 
@@ -277,11 +262,9 @@ impl Resource for FunctionResource {
     }
 
     async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
-        let set: Vec<(&str, bool)> = COMPUTED_ONLY
-            .iter()
-            .map(|n| (*n, !config.computed_only(n).is_null()))
-            .collect();
-        fields::check_computed_only(diags, &set);
+        fields::check_computed_only(diags, &COMPUTED_ONLY, |n| {
+            !config.computed_only(n).is_null()
+        });
         fields::check_name(diags, "function", &config.name);
         fields::check_entrypoint(diags, &config.runtime, &config.entrypoint);
         fields::check_limits(
@@ -302,25 +285,13 @@ impl Resource for FunctionResource {
         private: Self::PrivateState<'a>,
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let Some(c) = self.shared.get(diags) else {
-            return Some((state, private));
-        };
-        let ns = state
-            .namespace
-            .as_ref_option()
-            .cloned()
-            .unwrap_or_else(|| c.namespace.clone());
-        let Some(name) = state.name.as_ref_option().cloned() else {
-            return Some((state, private));
-        };
-        let f = match c.client.get::<Function>(&ns, &name).await {
-            Ok(Some(f)) => f,
+        let fetched =
+            fields::fetch::<Function>(diags, &self.shared, &state.namespace, &state.name).await;
+        let (c, f) = match fetched {
+            Fetched::Found(c, f) => (c, f),
             // Deleted outside Terraform: drop it from state so the plan recreates it.
-            Ok(None) => return None,
-            Err(e) => {
-                api_error(diags, format!("Cannot read function {name}"), &e);
-                return Some((state, private));
-            }
+            Fetched::Gone => return None,
+            Fetched::Keep => return Some((state, private)),
         };
         let mut s = state;
         s.runtime = Value::Value(runtime_str(f.spec.runtime));
@@ -367,10 +338,9 @@ impl Resource for FunctionResource {
             replace.push(AttributePath::new("name"));
         }
         // A token for another user maps to another namespace: a new function.
-        if let (Some(c), Value::Value(prior_ns)) = (self.shared.try_get(), &prior.namespace)
-            && c.namespace != *prior_ns
-        {
-            planned.namespace = Value::Value(c.namespace.clone());
+        let c = self.shared.try_get();
+        if let Some(ns) = fields::other_namespace(c.as_deref(), &prior.namespace) {
+            planned.namespace = Value::Value(ns);
             replace.push(AttributePath::new("namespace"));
         }
         if !replace.is_empty() {
@@ -405,9 +375,7 @@ impl Resource for FunctionResource {
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
         let c: Arc<Configured> = self.shared.get(diags)?;
-        let Package {
-            zip, sha256: sha, ..
-        } = package(diags, &planned.source_dir, &planned.code_hash)?;
+        let pkg = package(diags, &planned.source_dir, &planned.code_hash)?;
         let name = planned.name.as_ref_option().cloned().unwrap_or_default();
         let env = env_at_apply(diags, &planned.env_vars)?;
         let body = CreateFunction {
@@ -418,53 +386,19 @@ impl Resource for FunctionResource {
             memory_mb: planned.memory_mb.as_ref_option().copied(),
             timeout_sec: planned.timeout_sec.as_ref_option().copied(),
         };
-        let ns = c.namespace.clone();
-        let created = match c.client.create::<Function>(&ns, &body).await {
-            Ok(f) => f,
-            Err(e) if e.is_code(ErrorCode::AlreadyExists) => {
-                diags.error(
-                    format!("Function {name} already exists"),
-                    format!(
-                        "a function named {name} already exists in namespace {ns}; import is not supported, delete it or choose another name"
-                    ),
-                    AttributePath::new("name"),
-                );
-                return None;
-            }
-            Err(e) => {
-                api_error(diags, format!("Cannot create function {name}"), &e);
-                return None;
-            }
-        };
-        let url = c.client.invoke_url(&ns, &name);
-        let mut state = planned.clone().fill_from(&created, url.clone());
+        let created = fields::create::<Function>(diags, &c, &name, &body).await?;
+        let url = c.client.invoke_url(&c.namespace, &name);
+        let state = planned.fill_from(&created, url.clone());
         // From here on the function exists: always return a state so
         // Terraform tracks it (tainted when there are errors).
-        if let Err(e) = c
-            .client
-            .upload_code::<Function>(
-                &ns,
-                &name,
-                zip,
-                &sha,
-                &planned.code_hash.clone().unwrap_or_default(),
-            )
+        let sha = pkg.sha256.clone();
+        if code::upload::<Function>(diags, &c, &c.namespace, &name, pkg)
             .await
+            .is_none()
         {
-            api_error(
-                diags,
-                format!("Cannot upload the code of function {name}"),
-                &e,
-            );
             return Some((state.resolve_unknowns(), private));
         }
-        let (last, ok) = Self::wait_ready(diags, &c, &state, Some(&sha)).await;
-        if let Some(f) = &last {
-            state = state.fill_from(f, url);
-        }
-        if !ok {
-            return Some((state.resolve_unknowns(), private));
-        }
+        let state = Self::wait_ready(diags, &c, state, Some(&sha), url).await;
         Some((state, private))
     }
 
@@ -479,11 +413,7 @@ impl Resource for FunctionResource {
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
         let c: Arc<Configured> = self.shared.get(diags)?;
         let name = planned.name.as_ref_option().cloned().unwrap_or_default();
-        let ns = prior
-            .namespace
-            .as_ref_option()
-            .cloned()
-            .unwrap_or_else(|| c.namespace.clone());
+        let ns = fields::namespace_of(&prior.namespace, &c);
         let mut patch = UpdateFunction::default();
         if planned.runtime != prior.runtime {
             patch.runtime = planned.runtime.as_ref_option().cloned();
@@ -503,58 +433,31 @@ impl Resource for FunctionResource {
         }
         let upload = planned.code_hash != prior.code_hash
             || prior.phase.as_ref_option().map(String::as_str) != Some(READY);
-        let package = if upload {
+        let pkg = if upload {
             Some(package(diags, &planned.source_dir, &planned.code_hash)?)
         } else {
             None
         };
         let url = c.client.invoke_url(&ns, &name);
-        let mut state = planned.clone();
+        let mut state = planned;
         state.namespace = Value::Value(ns.clone());
         if patch != UpdateFunction::default() {
-            match c.client.update::<Function>(&ns, &name, &patch).await {
-                Ok(f) => state = state.fill_from(&f, url.clone()),
-                Err(e) => {
-                    // Nothing changed: Terraform keeps the prior state.
-                    api_error(diags, format!("Cannot update function {name}"), &e);
-                    return None;
-                }
-            }
+            let f = fields::update::<Function>(diags, &c, &ns, &name, &patch).await?;
+            state = state.fill_from(&f, url.clone());
         }
         let mut sha = None;
-        if let Some(Package {
-            zip,
-            sha256: zip_sha,
-            hash,
-        }) = package
-        {
-            match c
-                .client
-                .upload_code::<Function>(&ns, &name, zip, &zip_sha, &hash)
-                .await
-            {
-                Ok(f) => state = state.fill_from(&f, url.clone()),
-                Err(e) => {
-                    api_error(
-                        diags,
-                        format!("Cannot upload the code of function {name}"),
-                        &e,
-                    );
-                    // The spec may have changed: record what is known.
-                    let mut s = state.resolve_unknowns();
-                    s.code_hash = prior.code_hash.clone();
-                    return Some((s, private));
-                }
-            }
+        if let Some(p) = pkg {
+            let zip_sha = p.sha256.clone();
+            let Some(f) = code::upload::<Function>(diags, &c, &ns, &name, p).await else {
+                // The spec may have changed: record what is known.
+                let mut s = state.resolve_unknowns();
+                s.code_hash = prior.code_hash.clone();
+                return Some((s, private));
+            };
+            state = state.fill_from(&f, url.clone());
             sha = Some(zip_sha);
         }
-        let (last, ok) = Self::wait_ready(diags, &c, &state, sha.as_deref()).await;
-        if let Some(f) = &last {
-            state = state.fill_from(f, url);
-        }
-        if !ok {
-            return Some((state.resolve_unknowns(), private));
-        }
+        let state = Self::wait_ready(diags, &c, state, sha.as_deref(), url).await;
         Some((state, private))
     }
 
@@ -563,12 +466,7 @@ impl Resource for FunctionResource {
         diags: &mut Diagnostics,
         id: String,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        diags.root_error(
-            "Import is not supported",
-            format!(
-                "sless_function never adopts an existing function ({id}): delete it on the operator or choose another name, then apply."
-            ),
-        );
+        fields::import_unsupported(diags, "sless_function", "function", &id);
         None
     }
 
@@ -581,11 +479,7 @@ impl Resource for FunctionResource {
     ) -> Option<()> {
         let c = self.shared.get(diags)?;
         let name = prior.name.as_ref_option().cloned().unwrap_or_default();
-        let ns = prior
-            .namespace
-            .as_ref_option()
-            .cloned()
-            .unwrap_or_else(|| c.namespace.clone());
+        let ns = fields::namespace_of(&prior.namespace, &c);
         if let Err(e) = c.client.delete::<Function>(&ns, &name).await {
             api_error(diags, format!("Cannot delete function {name}"), &e);
             return None;
@@ -600,14 +494,14 @@ impl Resource for FunctionResource {
 }
 
 /// Fills `memory_mb` and `timeout_sec` with the defaults when the config
-/// leaves them out (Optional+Computed values are otherwise sticky).
+/// leaves them out.
 fn apply_defaults(planned: &mut FunctionState, config: &FunctionState) {
-    if config.memory_mb.is_null() {
-        planned.memory_mb = Value::Value(i64::from(MEMORY_MB_DEFAULT));
-    }
-    if config.timeout_sec.is_null() {
-        planned.timeout_sec = Value::Value(i64::from(TIMEOUT_SEC_DEFAULT));
-    }
+    fields::default_limits(
+        &mut planned.memory_mb,
+        &mut planned.timeout_sec,
+        &config.memory_mb,
+        &config.timeout_sec,
+    );
 }
 
 #[cfg(test)]

@@ -4,14 +4,13 @@
 //! Changing input, code, `run_id` or the spec is an in-place update that
 //! reruns; apply waits until the run of the newest generation ends.
 
-use crate::code::{Package, package, plan_hash};
-use crate::fields::{self, Ended, api_error, attr, env_at_apply, opt};
+use crate::code::{self, package, plan_hash};
+use crate::fields::{self, Ended, Fetched, attr, env_at_apply, opt};
 use crate::provider::{Configured, Shared};
 use crate::wait::{Look, poll};
 use serde::{Deserialize, Serialize};
 use sless_wire::job::validate_input;
-use sless_wire::limits::{MEMORY_MB_DEFAULT, TIMEOUT_SEC_DEFAULT};
-use sless_wire::{CreateJob, ErrorCode, Job, JobPhase, Runtime, UpdateJob};
+use sless_wire::{CreateJob, Job, JobPhase, Runtime, UpdateJob};
 use std::sync::Arc;
 use std::time::Duration;
 use tf_provider::schema::{AttributeConstraint, AttributeType, Block, Description, Schema};
@@ -145,23 +144,15 @@ impl JobState {
 
     /// Turns every unknown into null (a state returned with an error).
     fn resolve_unknowns(mut self) -> Self {
-        for v in [
+        fields::unknowns_to_null([
             &mut self.id,
             &mut self.namespace,
             &mut self.phase,
             &mut self.message,
             &mut self.started_at,
             &mut self.completed_at,
-        ] {
-            if v.is_unknown() {
-                *v = Value::Null;
-            }
-        }
-        for v in [&mut self.memory_mb, &mut self.timeout_sec] {
-            if v.is_unknown() {
-                *v = Value::Null;
-            }
-        }
+        ]);
+        fields::unknowns_to_null([&mut self.memory_mb, &mut self.timeout_sec]);
         self
     }
 
@@ -315,12 +306,12 @@ impl JobResource {
 /// Fills `memory_mb` and `timeout_sec` with the defaults when the config
 /// leaves them out.
 fn apply_defaults(planned: &mut JobState, config: &JobState) {
-    if config.memory_mb.is_null() {
-        planned.memory_mb = Value::Value(i64::from(MEMORY_MB_DEFAULT));
-    }
-    if config.timeout_sec.is_null() {
-        planned.timeout_sec = Value::Value(i64::from(TIMEOUT_SEC_DEFAULT));
-    }
+    fields::default_limits(
+        &mut planned.memory_mb,
+        &mut planned.timeout_sec,
+        &config.memory_mb,
+        &config.timeout_sec,
+    );
 }
 
 #[async_trait::async_trait]
@@ -365,11 +356,9 @@ impl Resource for JobResource {
     }
 
     async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
-        let set: Vec<(&str, bool)> = COMPUTED_ONLY
-            .iter()
-            .map(|n| (*n, !config.computed_only(n).is_null()))
-            .collect();
-        fields::check_computed_only(diags, &set);
+        fields::check_computed_only(diags, &COMPUTED_ONLY, |n| {
+            !config.computed_only(n).is_null()
+        });
         fields::check_name(diags, "job", &config.name);
         fields::check_entrypoint(diags, &config.runtime, &config.entrypoint);
         fields::check_limits(
@@ -395,20 +384,11 @@ impl Resource for JobResource {
         private: Self::PrivateState<'a>,
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let Some(c) = self.shared.get(diags) else {
-            return Some((state, private));
-        };
-        let ns = fields::namespace_of(&state.namespace, &c);
-        let Some(name) = state.name.as_ref_option().cloned() else {
-            return Some((state, private));
-        };
-        let j = match c.client.get::<Job>(&ns, &name).await {
-            Ok(Some(j)) => j,
-            Ok(None) => return None,
-            Err(e) => {
-                api_error(diags, format!("Cannot read job {name}"), &e);
-                return Some((state, private));
-            }
+        let j = match fields::fetch::<Job>(diags, &self.shared, &state.namespace, &state.name).await
+        {
+            Fetched::Found(_, j) => j,
+            Fetched::Gone => return None,
+            Fetched::Keep => return Some((state, private)),
         };
         let mut s = state;
         s.runtime = Value::Value(j.spec.runtime.as_str().to_string());
@@ -502,8 +482,7 @@ impl Resource for JobResource {
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
         let c: Arc<Configured> = self.shared.get(diags)?;
-        let Package { zip, sha256, hash } =
-            package(diags, &planned.source_dir, &planned.code_hash)?;
+        let pkg = package(diags, &planned.source_dir, &planned.code_hash)?;
         let name = planned.name.as_ref_option().cloned().unwrap_or_default();
         let env = env_at_apply(diags, &planned.env_vars)?;
         let body = CreateJob {
@@ -516,30 +495,11 @@ impl Resource for JobResource {
             memory_mb: planned.memory_mb.as_ref_option().copied(),
             timeout_sec: planned.timeout_sec.as_ref_option().copied(),
         };
-        let ns = c.namespace.clone();
-        let created = match c.client.create::<Job>(&ns, &body).await {
-            Ok(j) => j,
-            Err(e) if e.is_code(ErrorCode::AlreadyExists) => {
-                fields::already_exists(diags, "job", &name, &ns);
-                return None;
-            }
-            Err(e) => {
-                api_error(diags, format!("Cannot create job {name}"), &e);
-                return None;
-            }
-        };
+        let created = fields::create::<Job>(diags, &c, &name, &body).await?;
         let state = planned.fill_from(&created);
         // From here on the job exists: always return a state.
-        let uploaded = match c
-            .client
-            .upload_code::<Job>(&ns, &name, zip, &sha256, &hash)
-            .await
-        {
-            Ok(j) => j,
-            Err(e) => {
-                api_error(diags, format!("Cannot upload the code of job {name}"), &e);
-                return Some((state.resolve_unknowns(), private));
-            }
+        let Some(uploaded) = code::upload::<Job>(diags, &c, &c.namespace, &name, pkg).await else {
+            return Some((state.resolve_unknowns(), private));
         };
         let state = Self::finish(diags, &c, state, uploaded.generation).await;
         Some((state, private))
@@ -599,31 +559,17 @@ impl Resource for JobResource {
         state.namespace = Value::Value(ns.clone());
         let mut generation = None;
         if patch != UpdateJob::default() {
-            match c.client.update::<Job>(&ns, &name, &patch).await {
-                Ok(j) => {
-                    generation = Some(j.generation);
-                    state = state.fill_from(&j);
-                }
-                Err(e) => {
-                    api_error(diags, format!("Cannot update job {name}"), &e);
-                    return None;
-                }
-            }
+            let j = fields::update::<Job>(diags, &c, &ns, &name, &patch).await?;
+            generation = Some(j.generation);
+            state = state.fill_from(&j);
         }
         if let Some(p) = pkg {
-            match c
-                .client
-                .upload_code::<Job>(&ns, &name, p.zip, &p.sha256, &p.hash)
-                .await
-            {
-                Ok(j) => generation = Some(j.generation),
-                Err(e) => {
-                    api_error(diags, format!("Cannot upload the code of job {name}"), &e);
-                    let mut s = state.resolve_unknowns();
-                    s.code_hash = prior.code_hash.clone();
-                    return Some((s, private));
-                }
-            }
+            let Some(j) = code::upload::<Job>(diags, &c, &ns, &name, p).await else {
+                let mut s = state.resolve_unknowns();
+                s.code_hash = prior.code_hash.clone();
+                return Some((s, private));
+            };
+            generation = Some(j.generation);
         }
         let state = match generation {
             Some(g) if rerun => Self::finish(diags, &c, state, g).await,
@@ -649,17 +595,8 @@ impl Resource for JobResource {
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<()> {
         let c = self.shared.get(diags)?;
-        let name = prior.name.as_ref_option().cloned().unwrap_or_default();
-        let ns = fields::namespace_of(&prior.namespace, &c);
-        fields::delete_and_wait(
-            diags,
-            "job",
-            &name,
-            Self::wait_timeout(&prior),
-            c.client.delete::<Job>(&ns, &name).await,
-            || c.client.get::<Job>(&ns, &name),
-        )
-        .await
+        let timeout = Self::wait_timeout(&prior);
+        fields::delete_and_wait::<Job>(diags, &c, &prior.namespace, &prior.name, timeout).await
     }
 }
 

@@ -3,15 +3,14 @@
 //! dies. Memory, env, command and timeout changes apply in place without a
 //! rebuild; new code or a new runtime rebuilds.
 
-use crate::code::{Package, package, plan_hash};
+use crate::code::{self, package, plan_hash};
 use crate::diag::field_error;
-use crate::fields::{self, Ended, api_error, attr, env_at_apply, opt};
+use crate::fields::{self, Ended, Fetched, attr, env_at_apply, opt};
 use crate::provider::{Configured, Shared};
-use crate::wait::{Look, poll};
+use crate::wait::{Readiness, poll, ready_look};
 use serde::{Deserialize, Serialize};
-use sless_wire::limits::{MEMORY_MB_DEFAULT, TIMEOUT_SEC_DEFAULT};
 use sless_wire::service::{validate_health_path, validate_script};
-use sless_wire::{CreateService, ErrorCode, Phase, Runtime, Service, UpdateService};
+use sless_wire::{CreateService, Runtime, Service, UpdateService};
 use std::sync::Arc;
 use std::time::Duration;
 use tf_provider::schema::{AttributeConstraint, AttributeType, Block, Description, Schema};
@@ -137,23 +136,15 @@ impl ServiceState {
 
     /// Turns every unknown into null (a state returned with an error).
     fn resolve_unknowns(mut self) -> Self {
-        for v in [
+        fields::unknowns_to_null([
             &mut self.id,
             &mut self.namespace,
             &mut self.url,
             &mut self.phase,
             &mut self.last_built_at,
             &mut self.health_path,
-        ] {
-            if v.is_unknown() {
-                *v = Value::Null;
-            }
-        }
-        for v in [&mut self.memory_mb, &mut self.timeout_sec] {
-            if v.is_unknown() {
-                *v = Value::Null;
-            }
-        }
+        ]);
+        fields::unknowns_to_null([&mut self.memory_mb, &mut self.timeout_sec]);
         self
     }
 }
@@ -188,40 +179,18 @@ impl ServiceResource {
         let look = || async move {
             let s = c.client.get::<Service>(ns_ref, name_ref).await?;
             Ok(s.map(|s| {
-                let code_ok = match (code_sha256, s.status.code_sha256.as_deref()) {
-                    (Some(want), Some(have)) => want == have,
-                    (Some(_), None) => false,
-                    (None, _) => true,
-                };
-                match s.status.phase {
-                    Phase::Ready if code_ok => Look::Done(s),
-                    Phase::Failed if code_ok => {
-                        let why = s.status.message.clone().unwrap_or_default();
-                        Look::Failed(s, why)
-                    }
-                    p => {
-                        let seen = match &s.status.message {
-                            Some(m) if !m.is_empty() => format!("phase {} ({m})", p.as_str()),
-                            _ => format!("phase {}", p.as_str()),
-                        };
-                        Look::Waiting(s, seen)
-                    }
-                }
+                ready_look(s, code_sha256, |s| Readiness {
+                    phase: s.status.phase,
+                    message: s.status.message.as_deref(),
+                    code_sha256: s.status.code_sha256.as_deref(),
+                })
             }))
         };
         let r = poll(Self::wait_timeout(&state, c), look).await;
         let (last, ok) = match fields::ended(diags, "service", &name, READY, r) {
             Ended::Done(s) => (Some(s), true),
             Ended::Failed(s, why) => {
-                let log = match c
-                    .client
-                    .log::<Service>(&ns, &name, "build", SERVICE_LOG_TAIL_LINES)
-                    .await
-                {
-                    Ok(l) if !l.trim().is_empty() => l,
-                    Ok(_) => "(the build log is empty)".to_string(),
-                    Err(e) => format!("(could not fetch the build log: {e})"),
-                };
+                let log = code::build_log::<Service>(c, &ns, &name, SERVICE_LOG_TAIL_LINES).await;
                 diags.root_error(
                     format!("Service {name} failed: phase Failed"),
                     format!(
@@ -245,12 +214,12 @@ impl ServiceResource {
 
 /// Fills the defaults of Optional+Computed attributes left out of the config.
 fn apply_defaults(planned: &mut ServiceState, config: &ServiceState) {
-    if config.memory_mb.is_null() {
-        planned.memory_mb = Value::Value(i64::from(MEMORY_MB_DEFAULT));
-    }
-    if config.timeout_sec.is_null() {
-        planned.timeout_sec = Value::Value(i64::from(TIMEOUT_SEC_DEFAULT));
-    }
+    fields::default_limits(
+        &mut planned.memory_mb,
+        &mut planned.timeout_sec,
+        &config.memory_mb,
+        &config.timeout_sec,
+    );
     if config.health_path.is_null() {
         planned.health_path = Value::Value(HEALTH_PATH_DEFAULT.to_string());
     }
@@ -334,11 +303,9 @@ impl Resource for ServiceResource {
     }
 
     async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
-        let set: Vec<(&str, bool)> = COMPUTED_ONLY
-            .iter()
-            .map(|n| (*n, !config.computed_only(n).is_null()))
-            .collect();
-        fields::check_computed_only(diags, &set);
+        fields::check_computed_only(diags, &COMPUTED_ONLY, |n| {
+            !config.computed_only(n).is_null()
+        });
         fields::check_name(diags, "service", &config.name);
         fields::check_runtime(diags, &config.runtime);
         check_start(diags, &config);
@@ -365,20 +332,12 @@ impl Resource for ServiceResource {
         private: Self::PrivateState<'a>,
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let Some(c) = self.shared.get(diags) else {
-            return Some((state, private));
-        };
-        let ns = fields::namespace_of(&state.namespace, &c);
-        let Some(name) = state.name.as_ref_option().cloned() else {
-            return Some((state, private));
-        };
-        let svc = match c.client.get::<Service>(&ns, &name).await {
-            Ok(Some(s)) => s,
-            Ok(None) => return None,
-            Err(e) => {
-                api_error(diags, format!("Cannot read service {name}"), &e);
-                return Some((state, private));
-            }
+        let fetched =
+            fields::fetch::<Service>(diags, &self.shared, &state.namespace, &state.name).await;
+        let svc = match fetched {
+            Fetched::Found(_, s) => s,
+            Fetched::Gone => return None,
+            Fetched::Keep => return Some((state, private)),
         };
         let mut s = state;
         s.runtime = Value::Value(svc.spec.runtime.as_str().to_string());
@@ -474,8 +433,7 @@ impl Resource for ServiceResource {
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
         let c: Arc<Configured> = self.shared.get(diags)?;
-        let Package { zip, sha256, hash } =
-            package(diags, &planned.source_dir, &planned.code_hash)?;
+        let pkg = package(diags, &planned.source_dir, &planned.code_hash)?;
         let name = planned.name.as_ref_option().cloned().unwrap_or_default();
         let env = env_at_apply(diags, &planned.env_vars)?;
         let body = CreateService {
@@ -488,29 +446,13 @@ impl Resource for ServiceResource {
             timeout_sec: planned.timeout_sec.as_ref_option().copied(),
             health_path: planned.health_path.as_ref_option().cloned(),
         };
-        let ns = c.namespace.clone();
-        let created = match c.client.create::<Service>(&ns, &body).await {
-            Ok(s) => s,
-            Err(e) if e.is_code(ErrorCode::AlreadyExists) => {
-                fields::already_exists(diags, "service", &name, &ns);
-                return None;
-            }
-            Err(e) => {
-                api_error(diags, format!("Cannot create service {name}"), &e);
-                return None;
-            }
-        };
+        let created = fields::create::<Service>(diags, &c, &name, &body).await?;
         let state = planned.fill_from(&created);
-        if let Err(e) = c
-            .client
-            .upload_code::<Service>(&ns, &name, zip, &sha256, &hash)
+        let sha256 = pkg.sha256.clone();
+        if code::upload::<Service>(diags, &c, &c.namespace, &name, pkg)
             .await
+            .is_none()
         {
-            api_error(
-                diags,
-                format!("Cannot upload the code of service {name}"),
-                &e,
-            );
             return Some((state.resolve_unknowns(), private));
         }
         let state = Self::wait_ready(diags, &c, state, Some(&sha256)).await;
@@ -561,31 +503,21 @@ impl Resource for ServiceResource {
         state.namespace = Value::Value(ns.clone());
         state.url = prior.url.clone();
         if patch != UpdateService::default() {
-            match c.client.update::<Service>(&ns, &name, &patch).await {
-                Ok(s) => state = state.fill_from(&s),
-                Err(e) => {
-                    api_error(diags, format!("Cannot update service {name}"), &e);
-                    return None;
-                }
-            }
+            let s = fields::update::<Service>(diags, &c, &ns, &name, &patch).await?;
+            state = state.fill_from(&s);
         }
         let mut sha = None;
         if let Some(p) = pkg {
-            if let Err(e) = c
-                .client
-                .upload_code::<Service>(&ns, &name, p.zip, &p.sha256, &p.hash)
+            let zip_sha = p.sha256.clone();
+            if code::upload::<Service>(diags, &c, &ns, &name, p)
                 .await
+                .is_none()
             {
-                api_error(
-                    diags,
-                    format!("Cannot upload the code of service {name}"),
-                    &e,
-                );
                 let mut s = state.resolve_unknowns();
                 s.code_hash = prior.code_hash.clone();
                 return Some((s, private));
             }
-            sha = Some(p.sha256);
+            sha = Some(zip_sha);
         }
         let state = Self::wait_ready(diags, &c, state, sha.as_deref()).await;
         Some((state, private))
@@ -608,17 +540,8 @@ impl Resource for ServiceResource {
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<()> {
         let c = self.shared.get(diags)?;
-        let name = prior.name.as_ref_option().cloned().unwrap_or_default();
-        let ns = fields::namespace_of(&prior.namespace, &c);
-        fields::delete_and_wait(
-            diags,
-            "service",
-            &name,
-            Self::wait_timeout(&prior, &c),
-            c.client.delete::<Service>(&ns, &name).await,
-            || c.client.get::<Service>(&ns, &name),
-        )
-        .await
+        let timeout = Self::wait_timeout(&prior, &c);
+        fields::delete_and_wait::<Service>(diags, &c, &prior.namespace, &prior.name, timeout).await
     }
 }
 

@@ -4,12 +4,12 @@
 //! gone. `next_run_at` and `last_run_at` are refreshed by read only, so the
 //! server moving them on never shows as a diff.
 
-use crate::fields::{self, Ended, api_error, attr, opt};
+use crate::fields::{self, Ended, Fetched, attr, opt};
 use crate::provider::{Configured, Shared};
 use crate::wait::{Look, poll};
 use serde::{Deserialize, Serialize};
 use sless_wire::trigger::validate_payload;
-use sless_wire::{CreateTrigger, ErrorCode, Trigger, TriggerPhase, UpdateTrigger, validate};
+use sless_wire::{CreateTrigger, Trigger, TriggerPhase, UpdateTrigger, validate};
 use std::sync::Arc;
 use tf_provider::schema::{AttributeConstraint, AttributeType, Block, Description, Schema};
 use tf_provider::value::{Value, ValueEmpty};
@@ -115,18 +115,14 @@ impl TriggerState {
 
     /// Turns every unknown into null (a state returned with an error).
     fn resolve_unknowns(mut self) -> Self {
-        for v in [
+        fields::unknowns_to_null([
             &mut self.id,
             &mut self.namespace,
             &mut self.url,
             &mut self.phase,
             &mut self.next_run_at,
             &mut self.last_run_at,
-        ] {
-            if v.is_unknown() {
-                *v = Value::Null;
-            }
-        }
+        ]);
         self
     }
 }
@@ -156,14 +152,16 @@ impl TriggerResource {
     }
 
     /// Waits until the trigger is Active (Disabled when disabled) and, for
-    /// http, its URL is known. Returns the last trigger seen and success.
+    /// http, its URL is known, and merges the trigger last seen into `state`
+    /// (which has no unknowns left when the wait fails).
     async fn wait_settled(
         diags: &mut Diagnostics,
         c: &Configured,
+        mut state: TriggerState,
         ns: &str,
         name: &str,
         enabled: bool,
-    ) -> (Option<Trigger>, bool) {
+    ) -> TriggerState {
         let look = || async move {
             let t = c.client.get::<Trigger>(ns, name).await?;
             Ok(t.map(|t| {
@@ -188,7 +186,7 @@ impl TriggerResource {
             }))
         };
         let target = if enabled { "Active" } else { "Disabled" };
-        match fields::ended(
+        let (last, ok) = match fields::ended(
             diags,
             "trigger",
             name,
@@ -201,7 +199,11 @@ impl TriggerResource {
                 (Some(t), false)
             }
             Ended::Reported(last) => (last, false),
+        };
+        if let Some(t) = &last {
+            state = state.fill_from(t);
         }
+        if ok { state } else { state.resolve_unknowns() }
     }
 }
 
@@ -285,11 +287,9 @@ impl Resource for TriggerResource {
     }
 
     async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
-        let set: Vec<(&str, bool)> = COMPUTED_ONLY
-            .iter()
-            .map(|n| (*n, !config.computed_only(n).is_null()))
-            .collect();
-        fields::check_computed_only(diags, &set);
+        fields::check_computed_only(diags, &COMPUTED_ONLY, |n| {
+            !config.computed_only(n).is_null()
+        });
         fields::check_name(diags, "trigger", &config.name);
         if let Value::Value(f) = &config.function
             && let Err(e) = validate::name("function", f)
@@ -307,20 +307,12 @@ impl Resource for TriggerResource {
         private: Self::PrivateState<'a>,
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let Some(c) = self.shared.get(diags) else {
-            return Some((state, private));
-        };
-        let ns = fields::namespace_of(&state.namespace, &c);
-        let Some(name) = state.name.as_ref_option().cloned() else {
-            return Some((state, private));
-        };
-        let t = match c.client.get::<Trigger>(&ns, &name).await {
-            Ok(Some(t)) => t,
-            Ok(None) => return None,
-            Err(e) => {
-                api_error(diags, format!("Cannot read trigger {name}"), &e);
-                return Some((state, private));
-            }
+        let fetched =
+            fields::fetch::<Trigger>(diags, &self.shared, &state.namespace, &state.name).await;
+        let t = match fetched {
+            Fetched::Found(_, t) => t,
+            Fetched::Gone => return None,
+            Fetched::Keep => return Some((state, private)),
         };
         let mut s = state;
         s.function = Value::Value(t.spec.function.clone());
@@ -413,26 +405,9 @@ impl Resource for TriggerResource {
             payload: planned.payload.as_ref_option().cloned(),
             enabled: Some(enabled),
         };
-        let ns = c.namespace.clone();
-        let created = match c.client.create::<Trigger>(&ns, &body).await {
-            Ok(t) => t,
-            Err(e) if e.is_code(ErrorCode::AlreadyExists) => {
-                fields::already_exists(diags, "trigger", &name, &ns);
-                return None;
-            }
-            Err(e) => {
-                api_error(diags, format!("Cannot create trigger {name}"), &e);
-                return None;
-            }
-        };
-        let mut state = planned.fill_from(&created);
-        let (last, ok) = Self::wait_settled(diags, &c, &ns, &name, enabled).await;
-        if let Some(t) = &last {
-            state = state.fill_from(t);
-        }
-        if !ok {
-            return Some((state.resolve_unknowns(), private));
-        }
+        let created = fields::create::<Trigger>(diags, &c, &name, &body).await?;
+        let state = planned.fill_from(&created);
+        let state = Self::wait_settled(diags, &c, state, &c.namespace, &name, enabled).await;
         Some((state, private))
     }
 
@@ -466,21 +441,10 @@ impl Resource for TriggerResource {
         let mut state = planned;
         state.url = prior.url.clone();
         if patch != UpdateTrigger::default() {
-            match c.client.update::<Trigger>(&ns, &name, &patch).await {
-                Ok(t) => state = state.fill_from(&t),
-                Err(e) => {
-                    api_error(diags, format!("Cannot update trigger {name}"), &e);
-                    return None;
-                }
-            }
+            let t = fields::update::<Trigger>(diags, &c, &ns, &name, &patch).await?;
+            state = state.fill_from(&t);
         }
-        let (last, ok) = Self::wait_settled(diags, &c, &ns, &name, enabled).await;
-        if let Some(t) = &last {
-            state = state.fill_from(t);
-        }
-        if !ok {
-            return Some((state.resolve_unknowns(), private));
-        }
+        let state = Self::wait_settled(diags, &c, state, &ns, &name, enabled).await;
         Some((state, private))
     }
 
@@ -501,17 +465,8 @@ impl Resource for TriggerResource {
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<()> {
         let c = self.shared.get(diags)?;
-        let name = prior.name.as_ref_option().cloned().unwrap_or_default();
-        let ns = fields::namespace_of(&prior.namespace, &c);
-        fields::delete_and_wait(
-            diags,
-            "trigger",
-            &name,
-            c.wait_timeout,
-            c.client.delete::<Trigger>(&ns, &name).await,
-            || c.client.get::<Trigger>(&ns, &name),
-        )
-        .await
+        fields::delete_and_wait::<Trigger>(diags, &c, &prior.namespace, &prior.name, c.wait_timeout)
+            .await
     }
 }
 

@@ -45,10 +45,61 @@ pub enum WaitError {
     Client(#[from] ClientError),
 }
 
-fn describe(f: &Function) -> String {
-    match &f.status.message {
-        Some(m) if !m.is_empty() => format!("phase {} ({m})", f.status.phase.as_str()),
-        _ => format!("phase {}", f.status.phase.as_str()),
+/// `phase P (message)`, or `phase P` without a message.
+fn describe(phase: Phase, message: Option<&str>) -> String {
+    match message {
+        Some(m) if !m.is_empty() => format!("phase {} ({m})", phase.as_str()),
+        _ => format!("phase {}", phase.as_str()),
+    }
+}
+
+/// Where something that becomes Ready (a function, a service) stands.
+#[derive(Debug, Clone, Copy)]
+pub struct Readiness<'a> {
+    /// Its lifecycle phase.
+    pub phase: Phase,
+    /// The operator's message about the phase.
+    pub message: Option<&'a str>,
+    /// sha256 of the code it runs.
+    pub code_sha256: Option<&'a str>,
+}
+
+/// Classifies one look at `t`, which must become Ready running the code
+/// `want_sha256` (any code when `None`); `status` reads where it stands.
+/// Ready or Failed while still on other code is not the end of the wait.
+pub fn ready_look<T>(
+    t: T,
+    want_sha256: Option<&str>,
+    status: impl Fn(&T) -> Readiness<'_>,
+) -> Look<T> {
+    let Readiness {
+        phase,
+        message,
+        code_sha256,
+    } = status(&t);
+    let code_matches = match (want_sha256, code_sha256) {
+        (Some(want), Some(have)) => want == have,
+        (Some(_), None) => false,
+        (None, _) => true,
+    };
+    match phase {
+        Phase::Ready if code_matches => Look::Done(t),
+        Phase::Failed if code_matches => {
+            let why = message.unwrap_or_default().to_string();
+            Look::Failed(t, why)
+        }
+        _ => {
+            let seen = describe(phase, message);
+            Look::Waiting(t, seen)
+        }
+    }
+}
+
+fn function_readiness(f: &Function) -> Readiness<'_> {
+    Readiness {
+        phase: f.status.phase,
+        message: f.status.message.as_deref(),
+        code_sha256: f.status.code_sha256.as_deref(),
     }
 }
 
@@ -68,23 +119,11 @@ pub async fn until_ready(
     let look = || async move {
         let f = client.get::<Function>(ns, name).await?;
         Ok(f.map(|f| {
-            let code_matches = match (code_sha256, f.status.code_sha256.as_deref()) {
-                (Some(want), Some(have)) => want == have,
-                (Some(_), None) => false,
-                (None, _) => true,
-            };
-            match f.status.phase {
-                Phase::Ready if code_matches => Look::Done(f),
-                Phase::Failed if code_matches => {
-                    let why = f.status.message.clone().unwrap_or_default();
-                    Look::Failed(f, why)
-                }
-                _ => {
-                    tracing::debug!(function = name, phase = f.status.phase.as_str(), "waiting");
-                    let seen = describe(&f);
-                    Look::Waiting(f, seen)
-                }
+            let look = ready_look(f, code_sha256, function_readiness);
+            if let Look::Waiting(f, _) = &look {
+                tracing::debug!(function = name, phase = f.status.phase.as_str(), "waiting");
             }
+            look
         }))
     };
     match poll(timeout, look).await? {
@@ -121,7 +160,7 @@ pub async fn until_gone(
     let look = || async move {
         let f = client.get::<Function>(ns, name).await?;
         Ok(f.map(|f| {
-            let seen = describe(&f);
+            let seen = describe(f.status.phase, f.status.message.as_deref());
             Look::Waiting(f, seen)
         }))
     };
