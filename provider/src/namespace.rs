@@ -1,6 +1,7 @@
 //! The `sless_namespace` data source: tells the user which namespace their
 //! token maps to (and the `sub` it was derived from).
 
+use crate::fields::attr;
 use crate::provider::Shared;
 use serde::{Deserialize, Serialize};
 use tf_provider::schema::{
@@ -34,13 +35,7 @@ impl NamespaceDataSource {
 }
 
 fn computed(doc: &str) -> Attribute {
-    Attribute {
-        attr_type: AttributeType::String,
-        description: Description::markdown(doc),
-        constraint: AttributeConstraint::Computed,
-        sensitive: false,
-        deprecated: false,
-    }
+    attr(AttributeType::String, AttributeConstraint::Computed, doc)
 }
 
 #[async_trait::async_trait]

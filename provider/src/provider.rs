@@ -3,6 +3,7 @@
 //! namespace exists on the operator, once per Terraform run.
 
 use crate::client::{self, Client, ClientError};
+use crate::fields::{attr, check_timeout};
 use crate::function::FunctionResource;
 use crate::job::JobResource;
 use crate::namespace::NamespaceDataSource;
@@ -110,16 +111,6 @@ pub struct SlessProvider {
     shared: Shared,
 }
 
-fn attr(t: AttributeType, c: AttributeConstraint, sensitive: bool, doc: &str) -> Attribute {
-    Attribute {
-        attr_type: t,
-        description: Description::markdown(doc),
-        constraint: c,
-        sensitive,
-        deprecated: false,
-    }
-}
-
 /// A value from the config, else from an environment variable. `Unknown`
 /// stays unknown; an empty string counts as unset.
 fn from_env(v: &Value<String>, env: &str) -> Value<String> {
@@ -130,18 +121,6 @@ fn from_env(v: &Value<String>, env: &str) -> Value<String> {
             Ok(s) if !s.trim().is_empty() => Value::Value(s.trim().to_string()),
             _ => Value::Null,
         },
-    }
-}
-
-fn check_timeout(diags: &mut Diagnostics, name: &'static str, v: &Value<i64>) {
-    if let Value::Value(n) = v
-        && (*n < 1 || *n > TIMEOUT_SEC_LIMIT)
-    {
-        diags.error(
-            format!("Invalid {name}"),
-            format!("{n} is out of range: must be between 1 and {TIMEOUT_SEC_LIMIT} seconds"),
-            AttributePath::new(name),
-        );
     }
 }
 
@@ -192,11 +171,14 @@ impl Provider for SlessProvider {
             block: Block {
                 version: 1,
                 attributes: tf_provider::map! {
-                    "endpoint" => attr(String, Optional, false, "Base URL of the sless operator, e.g. `http://127.0.0.1:8080`. Env: `SLESS_ENDPOINT`."),
-                    "token" => attr(String, Optional, true, "Your JWT issued by Nubes. Its `sub` claim selects your namespace. Env: `SLESS_TOKEN`."),
-                    "nubes_endpoint" => attr(String, Optional, false, "Optional URL of the Nubes API. When set, the token is checked with an authenticated GET there before anything else. Env: `NUBES_ENDPOINT`."),
-                    "request_timeout_sec" => attr(Number, Optional, false, "Timeout of each HTTP request to the operator, in seconds (default 60)."),
-                    "wait_timeout_sec" => attr(Number, Optional, false, "Default time resources wait for a function to become Ready or be deleted, in seconds (default 600). A resource's own `wait_timeout_sec` wins.")
+                    "endpoint" => attr(String, Optional, "Base URL of the sless operator, e.g. `http://127.0.0.1:8080`. Env: `SLESS_ENDPOINT`."),
+                    "token" => Attribute {
+                        sensitive: true,
+                        ..attr(String, Optional, "Your JWT issued by Nubes. Its `sub` claim selects your namespace. Env: `SLESS_TOKEN`.")
+                    },
+                    "nubes_endpoint" => attr(String, Optional, "Optional URL of the Nubes API. When set, the token is checked with an authenticated GET there before anything else. Env: `NUBES_ENDPOINT`."),
+                    "request_timeout_sec" => attr(Number, Optional, "Timeout of each HTTP request to the operator, in seconds (default 60)."),
+                    "wait_timeout_sec" => attr(Number, Optional, "Default time resources wait for a function to become Ready or be deleted, in seconds (default 600). A resource's own `wait_timeout_sec` wins.")
                 },
                 description: Description::markdown(
                     "The sless provider deploys serverless functions to a sless operator. Your namespace is derived from the `sub` claim of your token.",
