@@ -88,19 +88,9 @@ fn write_sources(dir: &Path) {
 }
 
 fn main_tf(node_greeting: &str, entry: Option<&str>) -> String {
+    let header = tf_header();
     let mut tf = format!(
-        r#"terraform {{
-  required_providers {{
-    sless = {{
-      source = "{SOURCE}"
-    }}
-  }}
-}}
-
-provider "sless" {{
-  wait_timeout_sec = 300
-}}
-
+        r#"{header}
 data "sless_namespace" "me" {{}}
 
 resource "sless_function" "py" {{
@@ -539,17 +529,9 @@ async fn configuration_errors_are_clear() {
         &tf.dir.join("src/main.py"),
         b"def handler(e, c):\n    return 1\n",
     );
+    let header = tf_header_with("");
     tf.write_main(&format!(
-        r#"terraform {{
-  required_providers {{
-    sless = {{
-      source = "{SOURCE}"
-    }}
-  }}
-}}
-
-provider "sless" {{}}
-
+        r#"{header}
 resource "sless_function" "bad" {{
   name       = "Bad_Name"
   runtime    = "ruby3.0"
@@ -575,17 +557,9 @@ resource "sless_function" "bad" {{
         assert!(flat(&all).contains(needle), "{needle} not in:\n{all}");
     }
     // A malformed token is reported as such at configure.
+    let header = tf_header_with("");
     tf.write_main(&format!(
-        r#"terraform {{
-  required_providers {{
-    sless = {{
-      source = "{SOURCE}"
-    }}
-  }}
-}}
-
-provider "sless" {{}}
-
+        r#"{header}
 data "sless_namespace" "me" {{}}
 "#
     ));
@@ -628,19 +602,9 @@ data "sless_namespace" "me" {{}}
     };
     tf4.env.retain(|(k, _)| k != "SLESS_TOKEN");
     tf4.env.push(("SLESS_TOKEN".into(), token.clone()));
+    let header = tf_header_with(&format!("  nubes_endpoint = \"{cloud_url}\"\n"));
     tf4.write_main(&format!(
-        r#"terraform {{
-  required_providers {{
-    sless = {{
-      source = "{SOURCE}"
-    }}
-  }}
-}}
-
-provider "sless" {{
-  nubes_endpoint = "{cloud_url}"
-}}
-
+        r#"{header}
 data "sless_namespace" "me" {{}}
 "#
     ));
@@ -657,17 +621,9 @@ data "sless_namespace" "me" {{}}
         Some(format!("Bearer {token}").as_str()),
         "the token is sent to the cloud"
     );
+    let header = tf_header_with("");
     tf.write_main(&format!(
-        r#"terraform {{
-  required_providers {{
-    sless = {{
-      source = "{SOURCE}"
-    }}
-  }}
-}}
-
-provider "sless" {{}}
-
+        r#"{header}
 data "sless_namespace" "me" {{}}
 "#
     ));
@@ -707,17 +663,9 @@ async fn a_slow_function_times_out_saying_what_was_seen() {
         &tf.dir.join("slow/main.py"),
         b"import time\ntime.sleep(20)\n\n\ndef handler(event, context):\n    return 'late'\n",
     );
+    let header = tf_header_with("");
     tf.write_main(&format!(
-        r#"terraform {{
-  required_providers {{
-    sless = {{
-      source = "{SOURCE}"
-    }}
-  }}
-}}
-
-provider "sless" {{}}
-
+        r#"{header}
 resource "sless_function" "slow" {{
   name             = "acc-slow"
   runtime          = "python3.11"

@@ -296,10 +296,16 @@ pub fn changed_attrs(change: &Value) -> (Vec<String>, Vec<String>) {
     (known, unknowns)
 }
 
-/// The `terraform` block and an empty `provider "sless"` block.
+/// The `terraform` block and a `provider "sless"` block waiting up to 300 s.
 pub fn tf_header() -> String {
+    tf_header_with("  wait_timeout_sec = 300\n")
+}
+
+/// The `terraform` block and a `provider "sless"` block holding `provider`
+/// (lines of arguments, each ending with a newline).
+pub fn tf_header_with(provider: &str) -> String {
     format!(
-        "terraform {{\n  required_providers {{\n    sless = {{\n      source = \"{SOURCE}\"\n    }}\n  }}\n}}\n\nprovider \"sless\" {{\n  wait_timeout_sec = 300\n}}\n"
+        "terraform {{\n  required_providers {{\n    sless = {{\n      source = \"{SOURCE}\"\n    }}\n  }}\n}}\n\nprovider \"sless\" {{\n{provider}}}\n"
     )
 }
 
