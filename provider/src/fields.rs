@@ -239,6 +239,16 @@ pub fn wait_timeout(v: &Value<i64>, default: Duration) -> Duration {
     }
 }
 
+/// The planned value of an attribute for a patch: `None` (leave it as it
+/// is) unless it differs from the prior value.
+pub fn changed<T: Clone + PartialEq>(planned: &Value<T>, prior: &Value<T>) -> Option<T> {
+    if planned == prior {
+        None
+    } else {
+        planned.as_ref_option().cloned()
+    }
+}
+
 /// Copies an optional API string into state (absent → null).
 pub fn opt(v: &Option<String>) -> Value<String> {
     v.clone().map_or(Value::Null, Value::Value)
@@ -501,6 +511,14 @@ mod tests {
             Value::Value("{\"a\":[1]}".to_string())
         );
         assert_eq!(capitalized("job"), "Job");
+    }
+
+    #[test]
+    fn a_patch_carries_only_changed_values() {
+        let a = Value::Value("a".to_string());
+        assert_eq!(changed(&a, &a), None);
+        assert_eq!(changed(&a, &Value::Null), Some("a".to_string()));
+        assert_eq!(changed(&Value::Null, &a), None);
     }
 
     #[test]

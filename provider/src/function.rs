@@ -414,23 +414,17 @@ impl Resource for FunctionResource {
         let c: Arc<Configured> = self.shared.get(diags)?;
         let name = planned.name.as_ref_option().cloned().unwrap_or_default();
         let ns = fields::namespace_of(&prior.namespace, &c);
-        let mut patch = UpdateFunction::default();
-        if planned.runtime != prior.runtime {
-            patch.runtime = planned.runtime.as_ref_option().cloned();
-        }
-        if planned.entrypoint != prior.entrypoint {
-            patch.entrypoint = planned.entrypoint.as_ref_option().cloned();
-        }
-        if planned.env_vars != prior.env_vars {
-            let env = env_at_apply(diags, &planned.env_vars)?;
-            patch.env_vars = Some(env);
-        }
-        if planned.memory_mb != prior.memory_mb {
-            patch.memory_mb = planned.memory_mb.as_ref_option().copied();
-        }
-        if planned.timeout_sec != prior.timeout_sec {
-            patch.timeout_sec = planned.timeout_sec.as_ref_option().copied();
-        }
+        let patch = UpdateFunction {
+            runtime: fields::changed(&planned.runtime, &prior.runtime),
+            entrypoint: fields::changed(&planned.entrypoint, &prior.entrypoint),
+            env_vars: if planned.env_vars != prior.env_vars {
+                Some(env_at_apply(diags, &planned.env_vars)?)
+            } else {
+                None
+            },
+            memory_mb: fields::changed(&planned.memory_mb, &prior.memory_mb),
+            timeout_sec: fields::changed(&planned.timeout_sec, &prior.timeout_sec),
+        };
         let upload = planned.code_hash != prior.code_hash
             || prior.phase.as_ref_option().map(String::as_str) != Some(READY);
         let pkg = if upload {

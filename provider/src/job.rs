@@ -517,34 +517,23 @@ impl Resource for JobResource {
         let c: Arc<Configured> = self.shared.get(diags)?;
         let name = planned.name.as_ref_option().cloned().unwrap_or_default();
         let ns = fields::namespace_of(&prior.namespace, &c);
-        let mut patch = UpdateJob::default();
-        if planned.runtime != prior.runtime {
-            patch.runtime = planned.runtime.as_ref_option().cloned();
-        }
-        if planned.entrypoint != prior.entrypoint {
-            patch.entrypoint = planned.entrypoint.as_ref_option().cloned();
-        }
-        if planned.env_vars != prior.env_vars {
-            patch.env_vars = Some(env_at_apply(diags, &planned.env_vars)?);
-        }
-        if planned.input != prior.input {
-            patch.input = Some(
-                planned
-                    .input
-                    .as_ref_option()
-                    .cloned()
-                    .unwrap_or_else(|| "null".to_string()),
-            );
-        }
-        if planned.run_id != prior.run_id {
-            patch.run_id = Some(planned.run_id.as_ref_option().copied().unwrap_or(0));
-        }
-        if planned.memory_mb != prior.memory_mb {
-            patch.memory_mb = planned.memory_mb.as_ref_option().copied();
-        }
-        if planned.timeout_sec != prior.timeout_sec {
-            patch.timeout_sec = planned.timeout_sec.as_ref_option().copied();
-        }
+        let patch = UpdateJob {
+            runtime: fields::changed(&planned.runtime, &prior.runtime),
+            entrypoint: fields::changed(&planned.entrypoint, &prior.entrypoint),
+            env_vars: if planned.env_vars != prior.env_vars {
+                Some(env_at_apply(diags, &planned.env_vars)?)
+            } else {
+                None
+            },
+            input: (planned.input != prior.input).then(|| {
+                let input = planned.input.as_ref_option().cloned();
+                input.unwrap_or_else(|| "null".to_string())
+            }),
+            run_id: (planned.run_id != prior.run_id)
+                .then(|| planned.run_id.as_ref_option().copied().unwrap_or(0)),
+            memory_mb: fields::changed(&planned.memory_mb, &prior.memory_mb),
+            timeout_sec: fields::changed(&planned.timeout_sec, &prior.timeout_sec),
+        };
         let rerun = planned.phase.is_unknown();
         // New code, or a rerun that no spec change causes (the last run
         // failed): an upload starts a new generation.

@@ -471,27 +471,25 @@ impl Resource for ServiceResource {
         let c: Arc<Configured> = self.shared.get(diags)?;
         let name = planned.name.as_ref_option().cloned().unwrap_or_default();
         let ns = fields::namespace_of(&prior.namespace, &c);
-        let mut patch = UpdateService::default();
-        if planned.runtime != prior.runtime {
-            patch.runtime = planned.runtime.as_ref_option().cloned();
-        }
-        if planned.entrypoint != prior.entrypoint || planned.command != prior.command {
-            patch.entrypoint = planned.entrypoint.as_ref_option().cloned();
+        let start = planned.entrypoint != prior.entrypoint || planned.command != prior.command;
+        let patch = UpdateService {
+            runtime: fields::changed(&planned.runtime, &prior.runtime),
+            entrypoint: if start {
+                planned.entrypoint.as_ref_option().cloned()
+            } else {
+                None
+            },
             // An empty list clears the command.
-            patch.command = Some(planned.command_vec().unwrap_or_default());
-        }
-        if planned.env_vars != prior.env_vars {
-            patch.env_vars = Some(env_at_apply(diags, &planned.env_vars)?);
-        }
-        if planned.memory_mb != prior.memory_mb {
-            patch.memory_mb = planned.memory_mb.as_ref_option().copied();
-        }
-        if planned.timeout_sec != prior.timeout_sec {
-            patch.timeout_sec = planned.timeout_sec.as_ref_option().copied();
-        }
-        if planned.health_path != prior.health_path {
-            patch.health_path = planned.health_path.as_ref_option().cloned();
-        }
+            command: start.then(|| planned.command_vec().unwrap_or_default()),
+            env_vars: if planned.env_vars != prior.env_vars {
+                Some(env_at_apply(diags, &planned.env_vars)?)
+            } else {
+                None
+            },
+            memory_mb: fields::changed(&planned.memory_mb, &prior.memory_mb),
+            timeout_sec: fields::changed(&planned.timeout_sec, &prior.timeout_sec),
+            health_path: fields::changed(&planned.health_path, &prior.health_path),
+        };
         let upload = planned.code_hash != prior.code_hash
             || prior.phase.as_ref_option().map(String::as_str) != Some(READY);
         let pkg = if upload {

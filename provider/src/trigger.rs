@@ -424,20 +424,14 @@ impl Resource for TriggerResource {
         let name = planned.name.as_ref_option().cloned().unwrap_or_default();
         let ns = fields::namespace_of(&prior.namespace, &c);
         let enabled = planned.enabled.as_ref_option().copied().unwrap_or(true);
-        let mut patch = UpdateTrigger::default();
-        if planned.function != prior.function {
-            patch.function = planned.function.as_ref_option().cloned();
-        }
-        if planned.schedule != prior.schedule {
-            patch.schedule = planned.schedule.as_ref_option().cloned();
-        }
-        if planned.payload != prior.payload {
+        let patch = UpdateTrigger {
+            function: fields::changed(&planned.function, &prior.function),
+            schedule: fields::changed(&planned.schedule, &prior.schedule),
             // An empty string clears the payload.
-            patch.payload = Some(planned.payload.as_ref_option().cloned().unwrap_or_default());
-        }
-        if planned.enabled != prior.enabled {
-            patch.enabled = Some(enabled);
-        }
+            payload: (planned.payload != prior.payload)
+                .then(|| planned.payload.as_ref_option().cloned().unwrap_or_default()),
+            enabled: (planned.enabled != prior.enabled).then_some(enabled),
+        };
         let mut state = planned;
         state.url = prior.url.clone();
         if patch != UpdateTrigger::default() {
