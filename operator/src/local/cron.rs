@@ -103,11 +103,7 @@ pub(super) async fn schedule(inner: Arc<Inner>, key: Key, spec: TriggerSpec, run
             return;
         }
     };
-    let save = |f: &dyn Fn(&mut sless_wire::trigger::TriggerStatus)| {
-        if let Err(e) = triggers.store.update_status(&key.0, &key.1, f) {
-            tracing::error!(error = %e, "cannot save trigger status");
-        }
-    };
+    let save = |f: &dyn Fn(&mut sless_wire::trigger::TriggerStatus)| triggers.save_status(&key, f);
     let mut after = Utc::now();
     let mut last_wait: Option<String> = None;
     loop {
@@ -258,12 +254,7 @@ async fn run_once(
         ok,
         message: message.clone(),
     };
-    if let Err(e) = triggers
-        .store
-        .update_status(&key.0, &key.1, |s| s.last_run = Some(record))
-    {
-        tracing::error!(error = %e, "cannot save trigger status");
-    }
+    triggers.save_status(&key, |s| s.last_run = Some(record));
     triggers.log(
         &key,
         &format!(

@@ -1,13 +1,20 @@
 //! The local backend's state in SQLite (`<data-dir>/state.db`): namespaces,
-//! functions (spec and status as JSON columns) and the process groups it
-//! started (so a restarted operator can reclaim them). WAL journal with
-//! `synchronous=FULL`: a committed write survives a crash or power loss.
+//! functions and triggers (spec and status as JSON columns), jobs and
+//! services (the `objects` table, see [`super::objects`]) and the process
+//! groups it started (so a restarted operator can reclaim them). WAL journal
+//! with `synchronous=FULL`: a committed write survives a crash or power loss.
 //!
+//! One connection for the whole file, and this is the one place where its
+//! schema lives. Tables are only ever added (`CREATE TABLE IF NOT EXISTS`,
+//! column names kept), so a `state.db` of an older version opens as it is.
 //! Queries are short; callers hold the connection mutex only for one query.
 
 use crate::{Error, Result};
 use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use sless_wire::function::{FunctionSpec, FunctionStatus};
+use sless_wire::trigger::{Trigger, TriggerSpec, TriggerStatus};
 use sless_wire::{Function, paths};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
@@ -15,6 +22,8 @@ use std::sync::{Mutex, MutexGuard};
 /// Current schema version, stored in `schema_version`.
 pub const SCHEMA_VERSION: i64 = 1;
 
+/// Every table, created when missing. Additive only: a new table needs no
+/// schema version change; changing a table would.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS namespaces (
@@ -36,6 +45,22 @@ CREATE TABLE IF NOT EXISTS processes (
     namespace TEXT NOT NULL,
     name TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS objects (
+    kind TEXT NOT NULL,
+    namespace TEXT NOT NULL REFERENCES namespaces(name),
+    name TEXT NOT NULL,
+    doc TEXT NOT NULL,
+    PRIMARY KEY (kind, namespace, name)
+);
+CREATE TABLE IF NOT EXISTS triggers (
+    namespace TEXT NOT NULL,
+    name TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (namespace, name)
+);
 ";
 
 /// The state database.
@@ -49,13 +74,75 @@ pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
-fn json_err(e: serde_json::Error) -> Error {
-    Error::Internal(format!("corrupt JSON in the state database: {e}"))
+/// The columns of a [`SpecRow`]: namespace, name, spec, status, created_at,
+/// updated_at.
+type Columns<N, S, T> = (N, N, S, T, N, N);
+
+/// A kind kept as rows of `namespace, name, spec, status, created_at,
+/// updated_at` with spec and status as JSON: functions and triggers.
+trait SpecRow: Sized {
+    /// Its table.
+    const TABLE: &'static str;
+    /// The kind in `AlreadyExists` errors.
+    const KIND: &'static str;
+    /// What its JSON is called in "corrupt ..." errors.
+    const JSON: &'static str;
+    /// Its spec, stored as JSON.
+    type Spec: Serialize + DeserializeOwned;
+    /// Its status, stored as JSON.
+    type Status: Serialize + DeserializeOwned;
+    /// Its columns.
+    fn columns(&self) -> Columns<&str, &Self::Spec, &Self::Status>;
+    /// The value of a row.
+    fn from_columns(c: Columns<String, Self::Spec, Self::Status>) -> Self;
+    /// Fills in what is not stored (called on every value read).
+    fn loaded(self) -> Self {
+        self
+    }
 }
 
-fn row_to_function(
-    row: &rusqlite::Row<'_>,
-) -> rusqlite::Result<(String, String, String, String, String, String)> {
+/// `impl SpecRow` for a wire type with the six fields of the columns.
+macro_rules! spec_row {
+    ($ty:ident in $table:literal as $kind:literal, $json:literal, $spec:ty, $status:ty; $($extra:item)*) => {
+        impl SpecRow for $ty {
+            const TABLE: &'static str = $table;
+            const KIND: &'static str = $kind;
+            const JSON: &'static str = $json;
+            type Spec = $spec;
+            type Status = $status;
+            fn columns(&self) -> Columns<&str, &$spec, &$status> {
+                let $ty { namespace, name, spec, status, created_at, updated_at } = self;
+                (namespace, name, spec, status, created_at, updated_at)
+            }
+            fn from_columns(c: Columns<String, $spec, $status>) -> $ty {
+                let (namespace, name, spec, status, created_at, updated_at) = c;
+                $ty { namespace, name, spec, status, created_at, updated_at }
+            }
+            $($extra)*
+        }
+    };
+}
+
+spec_row!(Function in "functions" as "function", "JSON", FunctionSpec, FunctionStatus;
+    /// `invoke_path` is not stored: it follows from namespace and name.
+    fn loaded(mut self) -> Function {
+        self.status.invoke_path = paths::function_invoke(&self.namespace, &self.name);
+        self
+    }
+);
+spec_row!(Trigger in "triggers" as "trigger", "trigger JSON", TriggerSpec, TriggerStatus;);
+
+type RawRow = (String, String, String, String, String, String);
+
+fn json_err<T: SpecRow>(e: serde_json::Error) -> Error {
+    Error::Internal(format!("corrupt {} in the state database: {e}", T::JSON))
+}
+
+fn to_json<T: SpecRow>(value: &impl Serialize) -> Result<String> {
+    serde_json::to_string(value).map_err(json_err::<T>)
+}
+
+fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
     Ok((
         row.get(0)?,
         row.get(1)?,
@@ -66,22 +153,41 @@ fn row_to_function(
     ))
 }
 
-fn decode(raw: (String, String, String, String, String, String)) -> Result<Function> {
+fn decode<T: SpecRow>(raw: RawRow) -> Result<T> {
     let (namespace, name, spec, status, created_at, updated_at) = raw;
-    let spec: FunctionSpec = serde_json::from_str(&spec).map_err(json_err)?;
-    let mut status: FunctionStatus = serde_json::from_str(&status).map_err(json_err)?;
-    status.invoke_path = paths::function_invoke(&namespace, &name);
-    Ok(Function {
-        namespace,
-        name,
-        spec,
-        status,
-        created_at,
-        updated_at,
-    })
+    let spec = serde_json::from_str(&spec).map_err(json_err::<T>)?;
+    let status = serde_json::from_str(&status).map_err(json_err::<T>)?;
+    Ok(T::from_columns((namespace, name, spec, status, created_at, updated_at)).loaded())
 }
 
-const SELECT: &str = "SELECT namespace, name, spec, status, created_at, updated_at FROM functions";
+fn select<T: SpecRow>(filter: &str) -> String {
+    format!(
+        "SELECT namespace, name, spec, status, created_at, updated_at FROM {} {filter}",
+        T::TABLE
+    )
+}
+
+/// The `AlreadyExists` error of an insert that hit the primary key.
+pub(super) fn name_taken(
+    res: rusqlite::Result<usize>,
+    kind: &'static str,
+    ns: &str,
+    name: &str,
+) -> Result<()> {
+    match res {
+        Ok(_) => Ok(()),
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            Err(Error::AlreadyExists {
+                kind,
+                namespace: ns.to_string(),
+                name: name.to_string(),
+            })
+        }
+        Err(e) => Err(e.into()),
+    }
+}
 
 impl Db {
     /// Opens (creating when missing) the database at `path` and migrates it.
@@ -92,7 +198,6 @@ impl Db {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.execute_batch(SCHEMA)?;
-        conn.execute_batch(super::objects::SCHEMA)?;
         let version: Option<i64> = conn
             .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
             .optional()?;
@@ -139,76 +244,80 @@ impl Db {
             .is_some())
     }
 
-    /// Inserts a new function; `AlreadyExists` when the name is taken.
-    pub fn insert_function(&self, f: &Function) -> Result<()> {
-        let spec = serde_json::to_string(&f.spec).map_err(json_err)?;
-        let status = serde_json::to_string(&f.status).map_err(json_err)?;
+    fn insert_row<T: SpecRow>(&self, t: &T) -> Result<()> {
+        let (ns, name, spec, status, created_at, updated_at) = t.columns();
+        let (spec, status) = (to_json::<T>(spec)?, to_json::<T>(status)?);
         let res = self.conn().execute(
-            "INSERT INTO functions (namespace, name, spec, status, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
-                f.namespace,
-                f.name,
-                spec,
-                status,
-                f.created_at,
-                f.updated_at
-            ],
+            &format!(
+                "INSERT INTO {} (namespace, name, spec, status, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                T::TABLE
+            ),
+            params![ns, name, spec, status, created_at, updated_at],
         );
-        match res {
-            Ok(_) => Ok(()),
-            Err(rusqlite::Error::SqliteFailure(e, _))
-                if e.code == rusqlite::ErrorCode::ConstraintViolation =>
-            {
-                Err(Error::AlreadyExists {
-                    kind: "function",
-                    namespace: f.namespace.clone(),
-                    name: f.name.clone(),
-                })
-            }
-            Err(e) => Err(e.into()),
-        }
+        name_taken(res, T::KIND, ns, name)
     }
 
-    /// Reads one function, `None` when missing.
-    pub fn get_function(&self, ns: &str, name: &str) -> Result<Option<Function>> {
+    fn get_row<T: SpecRow>(&self, ns: &str, name: &str) -> Result<Option<T>> {
         let raw = self
             .conn()
             .query_row(
-                &format!("{SELECT} WHERE namespace = ?1 AND name = ?2"),
+                &select::<T>("WHERE namespace = ?1 AND name = ?2"),
                 params![ns, name],
-                row_to_function,
+                read_row,
             )
             .optional()?;
         raw.map(decode).transpose()
     }
 
-    /// A namespace's functions sorted by name.
-    pub fn list_functions(&self, ns: &str) -> Result<Vec<Function>> {
+    /// Rows of one namespace (or of all, with `None`) sorted by name.
+    fn list_rows<T: SpecRow>(&self, ns: Option<&str>) -> Result<Vec<T>> {
         let rows = {
             let conn = self.conn();
-            let mut stmt = conn.prepare(&format!("{SELECT} WHERE namespace = ?1 ORDER BY name"))?;
-            stmt.query_map([ns], row_to_function)?
+            let mut stmt = conn.prepare(&select::<T>(
+                "WHERE ?1 IS NULL OR namespace = ?1 ORDER BY namespace, name",
+            ))?;
+            stmt.query_map([ns], read_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?
         };
         rows.into_iter().map(decode).collect()
+    }
+
+    fn delete_row<T: SpecRow>(&self, ns: &str, name: &str) -> Result<bool> {
+        let n = self.conn().execute(
+            &format!(
+                "DELETE FROM {} WHERE namespace = ?1 AND name = ?2",
+                T::TABLE
+            ),
+            params![ns, name],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Inserts a new function; `AlreadyExists` when the name is taken.
+    pub fn insert_function(&self, f: &Function) -> Result<()> {
+        self.insert_row(f)
+    }
+
+    /// Reads one function, `None` when missing.
+    pub fn get_function(&self, ns: &str, name: &str) -> Result<Option<Function>> {
+        self.get_row(ns, name)
+    }
+
+    /// A namespace's functions sorted by name.
+    pub fn list_functions(&self, ns: &str) -> Result<Vec<Function>> {
+        self.list_rows(Some(ns))
     }
 
     /// Every function of every namespace.
     pub fn all_functions(&self) -> Result<Vec<Function>> {
-        let rows = {
-            let conn = self.conn();
-            let mut stmt = conn.prepare(&format!("{SELECT} ORDER BY namespace, name"))?;
-            stmt.query_map([], row_to_function)?
-                .collect::<rusqlite::Result<Vec<_>>>()?
-        };
-        rows.into_iter().map(decode).collect()
+        self.list_rows(None)
     }
 
     /// Writes a function's spec, status and `updated_at`; false when it is gone.
     pub fn save_function(&self, f: &Function) -> Result<bool> {
-        let spec = serde_json::to_string(&f.spec).map_err(json_err)?;
-        let status = serde_json::to_string(&f.status).map_err(json_err)?;
+        let spec = to_json::<Function>(&f.spec)?;
+        let status = to_json::<Function>(&f.status)?;
         let n = self.conn().execute(
             "UPDATE functions SET spec = ?3, status = ?4, updated_at = ?5
              WHERE namespace = ?1 AND name = ?2",
@@ -219,11 +328,66 @@ impl Db {
 
     /// Deletes a function; false when it did not exist.
     pub fn delete_function(&self, ns: &str, name: &str) -> Result<bool> {
+        self.delete_row::<Function>(ns, name)
+    }
+
+    /// Inserts a new trigger; `AlreadyExists` when the name is taken.
+    pub fn insert_trigger(&self, t: &Trigger) -> Result<()> {
+        self.insert_row(t)
+    }
+
+    /// Reads one trigger, `None` when missing.
+    pub fn get_trigger(&self, ns: &str, name: &str) -> Result<Option<Trigger>> {
+        self.get_row(ns, name)
+    }
+
+    /// A namespace's triggers sorted by name, or every trigger when `ns` is `None`.
+    pub fn list_triggers(&self, ns: Option<&str>) -> Result<Vec<Trigger>> {
+        self.list_rows(ns)
+    }
+
+    /// Writes a trigger's spec and `updated_at`; false when it is gone.
+    pub fn save_trigger_spec(&self, t: &Trigger) -> Result<bool> {
+        let spec = to_json::<Trigger>(&t.spec)?;
         let n = self.conn().execute(
-            "DELETE FROM functions WHERE namespace = ?1 AND name = ?2",
-            params![ns, name],
+            "UPDATE triggers SET spec = ?3, updated_at = ?4 WHERE namespace = ?1 AND name = ?2",
+            params![t.namespace, t.name, spec, t.updated_at],
         )?;
         Ok(n == 1)
+    }
+
+    /// Changes a trigger's stored status in one read-modify-write (under the
+    /// connection mutex); false when the trigger is gone.
+    pub fn update_trigger_status(
+        &self,
+        ns: &str,
+        name: &str,
+        f: impl FnOnce(&mut TriggerStatus),
+    ) -> Result<bool> {
+        let conn = self.conn();
+        let raw: Option<String> = conn
+            .query_row(
+                "SELECT status FROM triggers WHERE namespace = ?1 AND name = ?2",
+                params![ns, name],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(raw) = raw else {
+            return Ok(false);
+        };
+        let mut status: TriggerStatus = serde_json::from_str(&raw).map_err(json_err::<Trigger>)?;
+        f(&mut status);
+        let text = to_json::<Trigger>(&status)?;
+        let n = conn.execute(
+            "UPDATE triggers SET status = ?3 WHERE namespace = ?1 AND name = ?2",
+            params![ns, name, text],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Deletes a trigger; false when it did not exist.
+    pub fn delete_trigger(&self, ns: &str, name: &str) -> Result<bool> {
+        self.delete_row::<Trigger>(ns, name)
     }
 
     /// True when any function's (or job's, service's) status names this code.
@@ -276,6 +440,7 @@ impl Db {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sless_wire::trigger::TriggerType;
     use sless_wire::{Phase, Runtime};
 
     fn function(ns: &str, name: &str) -> Function {
@@ -338,5 +503,100 @@ mod tests {
         assert!(db.delete_function("sless-1", "a").unwrap());
         assert!(db.get_function("sless-1", "a").unwrap().is_none());
         assert!(!db.code_in_use("abc").unwrap());
+    }
+
+    fn trigger(ns: &str, name: &str) -> Trigger {
+        let spec = TriggerSpec {
+            function: "f".into(),
+            trigger_type: TriggerType::Cron,
+            schedule: Some("* * * * *".into()),
+            payload: None,
+            enabled: true,
+        };
+        super::super::triggers::new_trigger(ns, name, spec)
+    }
+
+    #[test]
+    fn trigger_rows_round_trip_and_status_updates_keep_the_spec() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = Db::open(&tmp.path().join("state.db")).unwrap();
+        let t = trigger("sless-1", "t");
+        db.insert_trigger(&t).unwrap();
+        db.insert_trigger(&trigger("sless-2", "a")).unwrap();
+        assert!(matches!(
+            db.insert_trigger(&t),
+            Err(Error::AlreadyExists {
+                kind: "trigger",
+                ..
+            })
+        ));
+        assert!(
+            db.update_trigger_status("sless-1", "t", |s| s.skipped = 3)
+                .unwrap()
+        );
+        let back = db.get_trigger("sless-1", "t").unwrap().unwrap();
+        assert_eq!(back.status.skipped, 3);
+        assert_eq!(back.spec, t.spec);
+        let mut changed = back.clone();
+        changed.spec.enabled = false;
+        assert!(db.save_trigger_spec(&changed).unwrap());
+        let back = db.get_trigger("sless-1", "t").unwrap().unwrap();
+        assert!(!back.spec.enabled);
+        assert_eq!(back.status.skipped, 3);
+        let in_ns: Vec<_> = db.list_triggers(Some("sless-1")).unwrap();
+        assert_eq!(in_ns.len(), 1);
+        assert_eq!(db.list_triggers(None).unwrap().len(), 2);
+        assert!(db.delete_trigger("sless-1", "t").unwrap());
+        assert!(!db.delete_trigger("sless-1", "t").unwrap());
+        assert!(
+            !db.update_trigger_status("sless-1", "t", |s| s.skipped = 4)
+                .unwrap()
+        );
+        assert!(db.get_trigger("sless-1", "t").unwrap().is_none());
+    }
+
+    /// A `state.db` written before the trigger table moved into this module
+    /// (created by the triggers' own connection, same columns) opens as it is.
+    #[test]
+    fn an_older_state_db_with_its_trigger_table_keeps_working() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("state.db");
+        let t = trigger("sless-1", "t");
+        {
+            // The older operator's file: a schema version and the trigger
+            // table as its own connection created it, with one trigger.
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE schema_version (version INTEGER NOT NULL);
+                 INSERT INTO schema_version (version) VALUES (1);
+                 CREATE TABLE IF NOT EXISTS triggers (namespace TEXT NOT NULL, name TEXT NOT NULL,
+                   spec TEXT NOT NULL, status TEXT NOT NULL, created_at TEXT NOT NULL,
+                   updated_at TEXT NOT NULL, PRIMARY KEY (namespace, name));",
+            )
+            .unwrap();
+            let (spec, status) = (
+                serde_json::to_string(&t.spec).unwrap(),
+                serde_json::to_string(&t.status).unwrap(),
+            );
+            conn.execute(
+                "INSERT INTO triggers VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    t.namespace,
+                    t.name,
+                    spec,
+                    status,
+                    t.created_at,
+                    t.updated_at
+                ],
+            )
+            .unwrap();
+        }
+        for round in 0..2 {
+            let db = Db::open(&path).unwrap();
+            assert_eq!(db.get_trigger("sless-1", "t").unwrap().unwrap(), t);
+            assert_eq!(db.list_triggers(None).unwrap().len(), 1);
+            assert_eq!(db.ensure_namespace("sless-1").unwrap(), round == 0);
+            assert!(db.update_trigger_status("sless-1", "t", |_| ()).unwrap());
+        }
     }
 }

@@ -180,7 +180,7 @@ impl LocalBackend {
             remove_tmp_dirs(&data_dir.join("deps").join(lang));
         }
 
-        let trigger_state = triggers::Triggers::open(&data_dir, opts.log_max_bytes)?;
+        let trigger_state = triggers::Triggers::open(db.clone(), &data_dir, opts.log_max_bytes)?;
         let inner = Arc::new(Inner {
             logs: Arc::new(Logs::new(data_dir.join("logs"), opts.log_max_bytes)),
             store: CodeStore::new(data_dir.join("code")),

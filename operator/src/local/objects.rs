@@ -1,24 +1,14 @@
 //! Jobs and services in the state database: one row per object in the
 //! `objects` table, keyed by kind, namespace and name, with the whole object
-//! (spec and status) as a JSON document. Functions keep their own table.
+//! (spec and status) as a JSON document (the table is created in
+//! [`super::db`]). Functions and triggers keep their own tables.
 
-use super::db::Db;
+use super::db::{Db, name_taken};
 use crate::{Error, Result};
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sless_wire::{Job, Service};
-
-/// The table, created when missing (additive: no schema version change).
-pub const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS objects (
-    kind TEXT NOT NULL,
-    namespace TEXT NOT NULL REFERENCES namespaces(name),
-    name TEXT NOT NULL,
-    doc TEXT NOT NULL,
-    PRIMARY KEY (kind, namespace, name)
-);
-";
 
 /// An object kept in the `objects` table.
 pub trait Stored: Serialize + DeserializeOwned {
@@ -76,19 +66,7 @@ impl Db {
             "INSERT INTO objects (kind, namespace, name, doc) VALUES (?1, ?2, ?3, ?4)",
             params![T::KIND, o.namespace(), o.name(), doc],
         );
-        match res {
-            Ok(_) => Ok(()),
-            Err(rusqlite::Error::SqliteFailure(e, _))
-                if e.code == rusqlite::ErrorCode::ConstraintViolation =>
-            {
-                Err(Error::AlreadyExists {
-                    kind: T::KIND,
-                    namespace: o.namespace().to_string(),
-                    name: o.name().to_string(),
-                })
-            }
-            Err(e) => Err(e.into()),
-        }
+        name_taken(res, T::KIND, o.namespace(), o.name())
     }
 
     /// Reads one object, `None` when missing.
