@@ -1,16 +1,20 @@
 //! [`KubeBackend`]: the REST API's [`Backend`] over custom resources. It
-//! writes and reads `Function` objects in the user namespace, stores code in
-//! the object store, and (when started with [`KubeBackend::connect`]) runs the
-//! controllers that turn the objects into builds and Deployments.
-//! API-server errors map to the API's: "invalid" → 400, "already exists" →
-//! 409, not found → 404; never a 500 for input.
+//! writes and reads `Function`, `Trigger`, `FunctionJob` and `Service`
+//! objects in the user namespace, stores code in the object store, and (when
+//! started with [`KubeBackend::connect`]) runs the controllers that turn the
+//! objects into builds and Deployments. The four kinds share one generic
+//! create / get / list / delete, one code upload, and one update with
+//! optimistic concurrency (read, change, replace at the read
+//! resourceVersion, retry on conflict); each kind only says how its spec
+//! changes. API-server errors map to the API's: "invalid" → 400, "already
+//! exists" → 409, not found → 404; never a 500 for input.
 
 use super::KubeOptions;
 use super::builders;
 use super::controllers::Controllers;
 use super::crd::{
-    CodeRef, Function, FunctionJob, FunctionJobSpec, FunctionSpec, SlessService, SlessServiceSpec,
-    Trigger, TriggerSpec,
+    BuildStatus, CodeRef, Function, FunctionJob, FunctionJobSpec, FunctionSpec, SlessService,
+    SlessServiceSpec, Trigger, TriggerSpec,
 };
 use super::function::Ctx;
 use super::leader::LeaderOptions;
@@ -23,10 +27,15 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{
     Api, DeleteParams, ListParams, LogParams, ObjectMeta, Patch, PatchParams, PostParams,
 };
+use kube::core::NamespaceResourceScope;
+use kube::core::object::HasStatus;
 use kube::{Client, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use sless_wire::function::{FunctionStatus as WireStatus, LogKind, NamespaceInfo};
 use sless_wire::{Phase, UpdateFunction, paths};
 use std::collections::{BTreeMap, HashSet};
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -106,6 +115,20 @@ fn phase_of(s: Option<&str>) -> Phase {
         Some("Deleting") => Phase::Deleting,
         _ => Phase::Pending,
     }
+}
+
+/// The phase of a function or service: `Deleting` once its deletion started.
+fn workload_phase(meta: &ObjectMeta, phase: Option<&str>) -> Phase {
+    if meta.deletion_timestamp.is_some() {
+        Phase::Deleting
+    } else {
+        phase_of(phase)
+    }
+}
+
+/// A 500 for an object written with a runtime this operator does not know.
+fn unknown_runtime(noun: &str, name: &str, runtime: &str) -> Error {
+    Error::Internal(format!("{noun} {name} has an unknown runtime {runtime:?}"))
 }
 
 fn times(meta: &kube::api::ObjectMeta) -> (String, String) {
@@ -205,13 +228,7 @@ fn trigger_spec(s: &sless_wire::TriggerSpec) -> TriggerSpec {
 /// The wire form of a FunctionJob object.
 pub fn job_to_wire(j: &FunctionJob) -> Result<sless_wire::Job> {
     use sless_wire::JobPhase;
-    let runtime = j.spec.runtime.parse().map_err(|_| {
-        Error::Internal(format!(
-            "job {} has an unknown runtime {:?}",
-            j.name_any(),
-            j.spec.runtime
-        ))
-    })?;
+    let runtime = j.runtime()?;
     let st = j.status.clone().unwrap_or_default();
     let phase = match st.phase.as_deref() {
         Some("Building") => JobPhase::Building,
@@ -265,18 +282,12 @@ fn job_spec(s: &sless_wire::JobSpec, code: Option<CodeRef>) -> FunctionJobSpec {
 
 /// The wire form of a sless Service object.
 pub fn service_to_wire(v: &SlessService) -> Result<sless_wire::Service> {
-    let spec = v.spec.to_wire().map_err(|r| {
-        Error::Internal(format!(
-            "service {} has an unknown runtime {r:?}",
-            v.name_any()
-        ))
-    })?;
+    let spec = v
+        .spec
+        .to_wire()
+        .map_err(|r| unknown_runtime("service", &v.name_any(), &r))?;
     let st = v.status.clone().unwrap_or_default();
-    let phase = if v.metadata.deletion_timestamp.is_some() {
-        Phase::Deleting
-    } else {
-        phase_of(st.phase.as_deref())
-    };
+    let phase = workload_phase(&v.metadata, st.phase.as_deref());
     let (created_at, updated_at) = times(&v.metadata);
     let code = v.spec.code.as_ref();
     Ok(sless_wire::Service {
@@ -301,28 +312,13 @@ pub fn service_to_wire(v: &SlessService) -> Result<sless_wire::Service> {
 pub fn to_wire(f: &Function) -> Result<sless_wire::Function> {
     let ns = f.namespace().unwrap_or_default();
     let name = f.name_any();
-    let spec = f.spec.to_wire().map_err(|runtime| {
-        Error::Internal(format!(
-            "function {ns}/{name} has an unknown runtime {runtime:?}"
-        ))
-    })?;
+    let spec = f
+        .spec
+        .to_wire()
+        .map_err(|r| unknown_runtime("function", &format!("{ns}/{name}"), &r))?;
     let st = f.status.clone().unwrap_or_default();
-    let phase = if f.metadata.deletion_timestamp.is_some() {
-        Phase::Deleting
-    } else {
-        phase_of(st.phase.as_deref())
-    };
-    let created_at = f
-        .metadata
-        .creation_timestamp
-        .as_ref()
-        .map(|t| t.0.to_string())
-        .unwrap_or_default();
-    let updated_at = f
-        .annotations()
-        .get(UPDATED_AT)
-        .cloned()
-        .unwrap_or_else(|| created_at.clone());
+    let phase = workload_phase(&f.metadata, st.phase.as_deref());
+    let (created_at, updated_at) = times(&f.metadata);
     let code = f.spec.code.as_ref();
     Ok(sless_wire::Function {
         status: WireStatus {
@@ -341,6 +337,191 @@ pub fn to_wire(f: &Function) -> Result<sless_wire::Function> {
         created_at,
         updated_at,
     })
+}
+
+/// A custom resource the REST API serves: its noun in errors and its wire
+/// form. The generic reads and writes of [`KubeBackend`] go through it.
+trait RestKind:
+    kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+    + HasStatus
+    + Clone
+    + Serialize
+    + DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+{
+    /// The noun in API errors: `function`, `trigger`, `job` or `service`.
+    const NOUN: &'static str;
+    /// The REST form.
+    type Wire;
+    /// The REST form (a 500 for an object written with an unknown runtime).
+    fn wire(&self) -> Result<Self::Wire>;
+}
+
+/// A custom resource with uploaded code (`spec.code`) built for its runtime,
+/// whose spec mirrors a wire spec.
+trait CodeKind: RestKind {
+    /// The wire spec.
+    type Spec: PartialEq;
+    /// The code it has, if any.
+    fn code(&self) -> Option<&CodeRef>;
+    /// Its runtime (a 500 for an unknown one).
+    fn runtime(&self) -> Result<sless_wire::Runtime>;
+    /// Its spec in wire form (a 500 for an unknown runtime).
+    fn wire_spec(&self) -> Result<Self::Spec>;
+    /// The runtime of a wire spec.
+    fn spec_runtime(spec: &Self::Spec) -> sless_wire::Runtime;
+    /// Sets the spec to `spec` with `code`.
+    fn set_spec(&mut self, spec: &Self::Spec, code: Option<CodeRef>);
+}
+
+impl RestKind for Function {
+    const NOUN: &'static str = "function";
+    type Wire = sless_wire::Function;
+    fn wire(&self) -> Result<Self::Wire> {
+        to_wire(self)
+    }
+}
+
+impl CodeKind for Function {
+    type Spec = sless_wire::function::FunctionSpec;
+    fn code(&self) -> Option<&CodeRef> {
+        self.spec.code.as_ref()
+    }
+    fn runtime(&self) -> Result<sless_wire::Runtime> {
+        self.spec
+            .runtime()
+            .ok_or_else(|| Error::Internal(format!("unknown runtime {:?}", self.spec.runtime)))
+    }
+    fn wire_spec(&self) -> Result<Self::Spec> {
+        self.spec
+            .to_wire()
+            .map_err(|r| Error::Internal(format!("unknown runtime {r:?}")))
+    }
+    fn spec_runtime(spec: &Self::Spec) -> sless_wire::Runtime {
+        spec.runtime
+    }
+    fn set_spec(&mut self, spec: &Self::Spec, code: Option<CodeRef>) {
+        self.spec = FunctionSpec {
+            code,
+            ..FunctionSpec::from(spec)
+        };
+    }
+}
+
+impl RestKind for Trigger {
+    const NOUN: &'static str = "trigger";
+    type Wire = sless_wire::Trigger;
+    fn wire(&self) -> Result<Self::Wire> {
+        trigger_to_wire(self)
+    }
+}
+
+impl RestKind for FunctionJob {
+    const NOUN: &'static str = "job";
+    type Wire = sless_wire::Job;
+    fn wire(&self) -> Result<Self::Wire> {
+        job_to_wire(self)
+    }
+}
+
+impl CodeKind for FunctionJob {
+    type Spec = sless_wire::JobSpec;
+    fn code(&self) -> Option<&CodeRef> {
+        self.spec.code.as_ref()
+    }
+    fn runtime(&self) -> Result<sless_wire::Runtime> {
+        self.spec
+            .runtime
+            .parse()
+            .map_err(|_| unknown_runtime("job", &self.name_any(), &self.spec.runtime))
+    }
+    fn wire_spec(&self) -> Result<Self::Spec> {
+        Ok(job_to_wire(self)?.spec)
+    }
+    fn spec_runtime(spec: &Self::Spec) -> sless_wire::Runtime {
+        spec.runtime
+    }
+    fn set_spec(&mut self, spec: &Self::Spec, code: Option<CodeRef>) {
+        self.spec = job_spec(spec, code);
+    }
+}
+
+impl RestKind for SlessService {
+    const NOUN: &'static str = "service";
+    type Wire = sless_wire::Service;
+    fn wire(&self) -> Result<Self::Wire> {
+        service_to_wire(self)
+    }
+}
+
+impl CodeKind for SlessService {
+    type Spec = sless_wire::ServiceSpec;
+    fn code(&self) -> Option<&CodeRef> {
+        self.spec.code.as_ref()
+    }
+    fn runtime(&self) -> Result<sless_wire::Runtime> {
+        self.spec
+            .runtime
+            .parse()
+            .map_err(|_| unknown_runtime("service", &self.name_any(), &self.spec.runtime))
+    }
+    fn wire_spec(&self) -> Result<Self::Spec> {
+        Ok(service_to_wire(self)?.spec)
+    }
+    fn spec_runtime(spec: &Self::Spec) -> sless_wire::Runtime {
+        spec.runtime
+    }
+    fn set_spec(&mut self, spec: &Self::Spec, code: Option<CodeRef>) {
+        self.spec = SlessServiceSpec {
+            code,
+            ..SlessServiceSpec::from(spec)
+        };
+    }
+}
+
+/// Whether an update may change an object whose deletion has started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WhileDeleting {
+    /// 409: it is being deleted.
+    Refuse,
+    /// Updated like any other.
+    Allow,
+}
+
+/// Stamps [`UPDATED_AT`] with the current time.
+fn stamp<K: kube::Resource>(obj: &mut K) {
+    obj.annotations_mut().insert(UPDATED_AT.to_string(), now());
+}
+
+/// Where calls to a function or service (`noun`) in `phase` go: its Service
+/// when `Ready`; 404 while it is being deleted; otherwise 503 naming the
+/// phase and `message`.
+fn ready_target(
+    owner: OwnerKind,
+    noun: &'static str,
+    ns: &str,
+    name: &str,
+    (phase, message): (Phase, Option<String>),
+    timeout_sec: u32,
+) -> Result<InvokeTarget> {
+    match phase {
+        Phase::Ready => Ok(InvokeTarget {
+            base_url: builders::service_url(owner, ns, name),
+            timeout: Duration::from_secs(u64::from(timeout_sec)),
+        }),
+        Phase::Deleting => Err(Error::NotFound {
+            kind: noun,
+            namespace: ns.to_string(),
+            name: name.to_string(),
+        }),
+        other => Err(Error::NotReady(format!(
+            "{noun} {name:?} is {}{}",
+            other.as_str(),
+            message.map(|m| format!(": {m}")).unwrap_or_default()
+        ))),
+    }
 }
 
 impl KubeBackend {
@@ -395,116 +576,168 @@ impl KubeBackend {
         self.controllers.ctx()
     }
 
-    fn triggers(&self, ns: &str) -> Api<Trigger> {
-        Api::namespaced(self.client.clone(), ns)
-    }
-
-    /// Reads `kind ns/name`, mapping API errors.
-    async fn get_obj<K>(&self, kind: &'static str, ns: &str, name: &str) -> Result<K>
-    where
-        K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
-            + Clone
-            + serde::de::DeserializeOwned
-            + std::fmt::Debug,
-    {
+    /// Reads `ns/name`, mapping API errors.
+    async fn get_obj<K: RestKind>(&self, ns: &str, name: &str) -> Result<K> {
         Api::<K>::namespaced(self.client.clone(), ns)
             .get(name)
             .await
-            .map_err(|e| map_kube_error(e, kind, ns, name))
+            .map_err(|e| map_kube_error(e, K::NOUN, ns, name))
+    }
+
+    /// Creates `obj` in `ns`, stamped with [`UPDATED_AT`] (API errors are
+    /// left to the caller).
+    async fn create_stamped<K: RestKind>(&self, ns: &str, mut obj: K) -> kube::Result<K> {
+        stamp(&mut obj);
+        Api::<K>::namespaced(self.client.clone(), ns)
+            .create(&PostParams::default(), &obj)
+            .await
     }
 
     /// Creates `obj` in `ns`; a 404 means the namespace is missing.
-    async fn create_obj<K>(&self, kind: &'static str, ns: &str, obj: &K) -> Result<K>
-    where
-        K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
-            + Clone
-            + serde::Serialize
-            + serde::de::DeserializeOwned
-            + std::fmt::Debug,
-    {
+    async fn create_obj<K: RestKind>(&self, ns: &str, obj: K) -> Result<K::Wire> {
         let name = obj.meta().name.clone().unwrap_or_default();
-        Api::<K>::namespaced(self.client.clone(), ns)
-            .create(&PostParams::default(), obj)
-            .await
-            .map_err(|e| match map_kube_error(e, kind, ns, &name) {
+        match self.create_stamped(ns, obj).await {
+            Ok(created) => created.wire(),
+            // The object is absent, so a 404 means the namespace is.
+            Err(e) => Err(match map_kube_error(e, K::NOUN, ns, &name) {
                 Error::NotFound { .. } => Error::NotFound {
                     kind: "namespace",
                     namespace: ns.to_string(),
                     name: ns.to_string(),
                 },
                 other => other,
-            })
+            }),
+        }
     }
 
-    /// Lists `ns`'s objects of a kind.
-    async fn list_obj<K>(&self, kind: &'static str, ns: &str) -> Result<Vec<K>>
-    where
-        K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
-            + Clone
-            + serde::de::DeserializeOwned
-            + std::fmt::Debug,
-    {
-        Ok(Api::<K>::namespaced(self.client.clone(), ns)
+    /// Lists `ns`'s objects of a kind in their wire form, sorted by name.
+    async fn list_obj<K: RestKind>(&self, ns: &str) -> Result<Vec<K::Wire>> {
+        let items = Api::<K>::namespaced(self.client.clone(), ns)
             .list(&ListParams::default())
             .await
-            .map_err(|e| map_kube_error(e, kind, ns, ""))?
-            .items)
+            .map_err(|e| map_kube_error(e, K::NOUN, ns, ""))?
+            .items;
+        let mut out = items
+            .iter()
+            .map(|o| Ok((o.name_any(), o.wire()?)))
+            .collect::<Result<Vec<_>>>()?;
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out.into_iter().map(|(_, w)| w).collect())
     }
 
-    /// Deletes `kind ns/name` (its finalizer cleans up the children).
-    async fn delete_obj<K>(&self, kind: &'static str, ns: &str, name: &str) -> Result<()>
-    where
-        K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
-            + Clone
-            + serde::de::DeserializeOwned
-            + std::fmt::Debug,
-    {
+    /// Deletes `ns/name` (its finalizer cleans up the children).
+    async fn delete_obj<K: RestKind>(&self, ns: &str, name: &str) -> Result<()> {
         Api::<K>::namespaced(self.client.clone(), ns)
             .delete(name, &DeleteParams::background())
             .await
-            .map_err(|e| map_kube_error(e, kind, ns, name))?;
+            .map_err(|e| map_kube_error(e, K::NOUN, ns, name))?;
         Ok(())
     }
 
-    /// Stores code for `runtime` and returns the new spec `code`, or `None`
-    /// when `current` already is this code (nothing to change).
-    async fn store_code(
+    /// Updates `ns/name` with optimistic concurrency: reads it (refused with
+    /// a 409 while it is being deleted, when `deleting` says so), asks `next`
+    /// for the changed object (`None`: nothing changes and nothing is
+    /// written), stamps [`UPDATED_AT`], clears the status and replaces the
+    /// object with the resourceVersion it was read at. A conflict (409)
+    /// starts over, at most 5 times, then the update gives up with a 409.
+    async fn update_obj<K, F, Fut>(
         &self,
         ns: &str,
-        runtime: sless_wire::Runtime,
-        current: Option<&CodeRef>,
-        code: CodeBundle,
-    ) -> Result<Option<CodeRef>> {
+        name: &str,
+        deleting: WhileDeleting,
+        mut next: F,
+    ) -> Result<K::Wire>
+    where
+        K: RestKind,
+        F: FnMut(K) -> Fut,
+        Fut: Future<Output = Result<Option<K>>>,
+    {
+        let api: Api<K> = Api::namespaced(self.client.clone(), ns);
+        let noun = K::NOUN;
+        for _ in 0..5 {
+            let obj = self.get_obj::<K>(ns, name).await?;
+            if deleting == WhileDeleting::Refuse && obj.meta().deletion_timestamp.is_some() {
+                return Err(Error::Conflict(format!("{noun} {name:?} is being deleted")));
+            }
+            let Some(mut changed) = next(obj.clone()).await? else {
+                return obj.wire();
+            };
+            stamp(&mut changed);
+            *changed.status_mut() = None;
+            match api.replace(name, &PostParams::default(), &changed).await {
+                Ok(updated) => return updated.wire(),
+                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(e) => return Err(map_kube_error(e, noun, ns, name)),
+            }
+        }
+        Err(Error::Conflict(format!(
+            "{noun} {name:?} kept changing; try again"
+        )))
+    }
+
+    /// [`update_obj`](Self::update_obj) for a kind with code: `apply` turns
+    /// the current wire spec into the next; the code stays, and when the
+    /// runtime changes its build context is rebuilt from the same zip for
+    /// the new runtime (a new code key).
+    async fn update_spec<K, F, E>(
+        &self,
+        ns: &str,
+        name: &str,
+        deleting: WhileDeleting,
+        apply: F,
+    ) -> Result<K::Wire>
+    where
+        K: CodeKind,
+        F: Fn(&K::Spec) -> std::result::Result<K::Spec, E>,
+        Error: From<E>,
+    {
+        let apply = &apply;
+        self.update_obj(ns, name, deleting, |mut obj: K| async move {
+            let current = obj.wire_spec()?;
+            let next = apply(&current)?;
+            if next == current {
+                return Ok(None);
+            }
+            let mut code = obj.code().cloned();
+            let runtime = K::spec_runtime(&next);
+            if runtime != K::spec_runtime(&current)
+                && let Some(c) = code.as_mut()
+            {
+                c.key = self
+                    .store
+                    .rebuild_context(ns, &c.sha256, runtime)
+                    .await
+                    .map_err(store_error)?;
+            }
+            obj.set_spec(&next, code);
+            Ok(Some(obj))
+        })
+        .await
+    }
+
+    /// Stores uploaded code for `ns/name` and points `spec.code` at it
+    /// (merge patch, with [`UPDATED_AT`]); the code the object already has
+    /// changes nothing (no write, no rebuild).
+    async fn upload<K: CodeKind>(&self, ns: &str, name: &str, code: CodeBundle) -> Result<K::Wire> {
+        let obj = self.get_obj::<K>(ns, name).await?;
+        let runtime = obj.runtime()?;
         let key = objstore::context_key(ns, &code.sha256, runtime);
-        if current.is_some_and(|c| c.key == key && c.source_hash == code.source_hash) {
-            return Ok(None);
+        if obj
+            .code()
+            .is_some_and(|c| c.key == key && c.source_hash == code.source_hash)
+        {
+            return obj.wire();
         }
         let key = self
             .store
             .put_code(ns, &code.sha256, code.zip, runtime)
             .await
             .map_err(store_error)?;
-        Ok(Some(CodeRef {
+        let code = CodeRef {
             key,
             sha256: code.sha256,
             source_hash: code.source_hash,
-        }))
-    }
-
-    /// Merge-patches `spec.code` (and the updated-at annotation) of an object.
-    async fn patch_code<K>(
-        &self,
-        kind: &'static str,
-        ns: &str,
-        name: &str,
-        code: &CodeRef,
-    ) -> Result<K>
-    where
-        K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
-            + Clone
-            + serde::de::DeserializeOwned
-            + std::fmt::Debug,
-    {
+        };
         let patch = serde_json::json!({
             "metadata": { "annotations": { UPDATED_AT: now() } },
             "spec": { "code": code },
@@ -512,18 +745,53 @@ impl KubeBackend {
         Api::<K>::namespaced(self.client.clone(), ns)
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
-            .map_err(|e| map_kube_error(e, kind, ns, name))
+            .map_err(|e| map_kube_error(e, K::NOUN, ns, name))?
+            .wire()
     }
 
-    fn functions(&self, ns: &str) -> Api<Function> {
-        Api::namespaced(self.client.clone(), ns)
+    /// The log of the kaniko (`build`) or run Job `job` in `ns`'s deploy
+    /// namespace; empty when there is no such Job yet.
+    async fn job_log(
+        &self,
+        ns: &str,
+        job: Option<String>,
+        container: &str,
+        tail: Option<usize>,
+    ) -> Result<String> {
+        match job {
+            Some(job) => {
+                self.pod_log(
+                    &names::deploy_namespace(ns),
+                    &format!("job-name={job}"),
+                    container,
+                    tail,
+                )
+                .await
+            }
+            None => Ok(String::new()),
+        }
     }
 
-    async fn get(&self, ns: &str, name: &str) -> Result<Function> {
-        self.functions(ns)
-            .get(name)
-            .await
-            .map_err(|e| map_kube_error(e, "function", ns, name))
+    /// A function's or service's log: its build (the kaniko Job in `build`)
+    /// or its newest workload pod.
+    async fn workload_log(
+        &self,
+        owner: OwnerKind,
+        ns: &str,
+        name: &str,
+        build: Option<BuildStatus>,
+        kind: LogKind,
+        tail: Option<usize>,
+    ) -> Result<String> {
+        match kind {
+            LogKind::Build => self.job_log(ns, build.map(|b| b.job), "kaniko", tail).await,
+            LogKind::Run => {
+                let selector =
+                    format!("{}={}", names::APP_LABEL, names::workload_name(owner, name));
+                self.pod_log(&names::deploy_namespace(ns), &selector, "function", tail)
+                    .await
+            }
+        }
     }
 
     async fn copy_secret(&self, from: &str, to_ns: &str, to_name: &str) -> Result<()> {
@@ -656,37 +924,16 @@ impl Backend for KubeBackend {
         name: &str,
         spec: sless_wire::function::FunctionSpec,
     ) -> Result<sless_wire::Function> {
-        let mut f = Function::new(name, FunctionSpec::from(&spec));
-        f.metadata.annotations = Some(BTreeMap::from([(UPDATED_AT.to_string(), now())]));
-        let created = self
-            .functions(namespace)
-            .create(&PostParams::default(), &f)
+        self.create_obj(namespace, Function::new(name, FunctionSpec::from(&spec)))
             .await
-            .map_err(|e| match map_kube_error(e, "function", namespace, name) {
-                // The function is absent, so a 404 means the namespace is.
-                Error::NotFound { .. } => Error::NotFound {
-                    kind: "namespace",
-                    namespace: namespace.to_string(),
-                    name: namespace.to_string(),
-                },
-                other => other,
-            })?;
-        to_wire(&created)
     }
 
     async fn get_function(&self, namespace: &str, name: &str) -> Result<sless_wire::Function> {
-        to_wire(&self.get(namespace, name).await?)
+        self.get_obj::<Function>(namespace, name).await?.wire()
     }
 
     async fn list_functions(&self, namespace: &str) -> Result<Vec<sless_wire::Function>> {
-        let list = self
-            .functions(namespace)
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| map_kube_error(e, "function", namespace, ""))?;
-        let mut out = list.items.iter().map(to_wire).collect::<Result<Vec<_>>>()?;
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
+        self.list_obj::<Function>(namespace).await
     }
 
     async fn update_function(
@@ -695,57 +942,14 @@ impl Backend for KubeBackend {
         name: &str,
         update: UpdateFunction,
     ) -> Result<sless_wire::Function> {
-        // Optimistic concurrency: replace with the read resourceVersion, retry on conflict.
-        for _ in 0..5 {
-            let mut f = self.get(namespace, name).await?;
-            if f.metadata.deletion_timestamp.is_some() {
-                return Err(Error::Conflict(format!(
-                    "function {name:?} is being deleted"
-                )));
-            }
-            let current = f
-                .spec
-                .to_wire()
-                .map_err(|r| Error::Internal(format!("unknown runtime {r:?}")))?;
-            let next = update.apply_to(&current)?;
-            if next == current {
-                return to_wire(&f);
-            }
-            let mut spec = FunctionSpec::from(&next);
-            spec.code = f.spec.code.clone();
-            if next.runtime != current.runtime
-                && let Some(code) = spec.code.as_mut()
-            {
-                code.key = self
-                    .store
-                    .rebuild_context(namespace, &code.sha256, next.runtime)
-                    .await
-                    .map_err(store_error)?;
-            }
-            f.spec = spec;
-            f.annotations_mut().insert(UPDATED_AT.to_string(), now());
-            f.status = None;
-            match self
-                .functions(namespace)
-                .replace(name, &PostParams::default(), &f)
-                .await
-            {
-                Ok(updated) => return to_wire(&updated),
-                Err(kube::Error::Api(s)) if s.code == 409 => continue,
-                Err(e) => return Err(map_kube_error(e, "function", namespace, name)),
-            }
-        }
-        Err(Error::Conflict(format!(
-            "function {name:?} kept changing; try again"
-        )))
+        self.update_spec::<Function, _, _>(namespace, name, WhileDeleting::Refuse, |s| {
+            update.apply_to(s)
+        })
+        .await
     }
 
     async fn delete_function(&self, namespace: &str, name: &str) -> Result<()> {
-        self.functions(namespace)
-            .delete(name, &DeleteParams::background())
-            .await
-            .map_err(|e| map_kube_error(e, "function", namespace, name))?;
-        Ok(())
+        self.delete_obj::<Function>(namespace, name).await
     }
 
     async fn upload_code(
@@ -754,35 +958,7 @@ impl Backend for KubeBackend {
         name: &str,
         code: CodeBundle,
     ) -> Result<sless_wire::Function> {
-        let f = self.get(namespace, name).await?;
-        let runtime = f
-            .spec
-            .runtime()
-            .ok_or_else(|| Error::Internal(format!("unknown runtime {:?}", f.spec.runtime)))?;
-        let key = objstore::context_key(namespace, &code.sha256, runtime);
-        if f.spec
-            .code
-            .as_ref()
-            .is_some_and(|c| c.key == key && c.source_hash == code.source_hash)
-        {
-            // The code the function already has: nothing changes, no rebuild.
-            return to_wire(&f);
-        }
-        let key = self
-            .store
-            .put_code(namespace, &code.sha256, code.zip.clone(), runtime)
-            .await
-            .map_err(store_error)?;
-        let patch = serde_json::json!({
-            "metadata": { "annotations": { UPDATED_AT: now() } },
-            "spec": { "code": CodeRef { key, sha256: code.sha256, source_hash: code.source_hash } },
-        });
-        let updated = self
-            .functions(namespace)
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(|e| map_kube_error(e, "function", namespace, name))?;
-        to_wire(&updated)
+        self.upload::<Function>(namespace, name, code).await
     }
 
     async fn read_logs(
@@ -792,44 +968,22 @@ impl Backend for KubeBackend {
         kind: LogKind,
         tail: Option<usize>,
     ) -> Result<String> {
-        let f = self.get(namespace, name).await?;
-        let deploy_ns = names::deploy_namespace(namespace);
-        match kind {
-            LogKind::Build => match f.status.and_then(|s| s.build) {
-                Some(b) => {
-                    self.pod_log(&deploy_ns, &format!("job-name={}", b.job), "kaniko", tail)
-                        .await
-                }
-                None => Ok(String::new()),
-            },
-            LogKind::Run => {
-                let selector = format!(
-                    "{}={}",
-                    names::APP_LABEL,
-                    names::workload_name(OwnerKind::Function, name)
-                );
-                self.pod_log(&deploy_ns, &selector, "function", tail).await
-            }
-        }
+        let f = self.get_obj::<Function>(namespace, name).await?;
+        let build = f.status.and_then(|s| s.build);
+        self.workload_log(OwnerKind::Function, namespace, name, build, kind, tail)
+            .await
     }
 
     async fn invoke_target(&self, namespace: &str, name: &str) -> Result<InvokeTarget> {
-        let f = to_wire(&self.get(namespace, name).await?)?;
-        match f.status.phase {
-            Phase::Ready => Ok(InvokeTarget {
-                base_url: builders::service_url(OwnerKind::Function, namespace, name),
-                timeout: Duration::from_secs(u64::from(f.spec.timeout_sec)),
-            }),
-            Phase::Deleting => Err(Error::function_not_found(namespace, name)),
-            other => Err(Error::NotReady(format!(
-                "function {name:?} is {}{}",
-                other.as_str(),
-                f.status
-                    .message
-                    .map(|m| format!(": {m}"))
-                    .unwrap_or_default()
-            ))),
-        }
+        let f = self.get_obj::<Function>(namespace, name).await?.wire()?;
+        ready_target(
+            OwnerKind::Function,
+            Function::NOUN,
+            namespace,
+            name,
+            (f.status.phase, f.status.message),
+            f.spec.timeout_sec,
+        )
     }
 
     async fn create_trigger(
@@ -839,38 +993,19 @@ impl Backend for KubeBackend {
         spec: sless_wire::TriggerSpec,
     ) -> Result<sless_wire::Trigger> {
         cron_schedule_runs_here(&spec)?;
-        let mut t = Trigger::new(name, trigger_spec(&spec));
-        t.metadata.annotations = Some(BTreeMap::from([(UPDATED_AT.to_string(), now())]));
-        let created = self
-            .triggers(namespace)
-            .create(&PostParams::default(), &t)
+        // Unlike the other kinds, a 404 here is reported as the trigger's.
+        self.create_stamped(namespace, Trigger::new(name, trigger_spec(&spec)))
             .await
-            .map_err(|e| map_kube_error(e, "trigger", namespace, name))?;
-        trigger_to_wire(&created)
+            .map_err(|e| map_kube_error(e, Trigger::NOUN, namespace, name))?
+            .wire()
     }
 
     async fn get_trigger(&self, namespace: &str, name: &str) -> Result<sless_wire::Trigger> {
-        let t = self
-            .triggers(namespace)
-            .get(name)
-            .await
-            .map_err(|e| map_kube_error(e, "trigger", namespace, name))?;
-        trigger_to_wire(&t)
+        self.get_obj::<Trigger>(namespace, name).await?.wire()
     }
 
     async fn list_triggers(&self, namespace: &str) -> Result<Vec<sless_wire::Trigger>> {
-        let list = self
-            .triggers(namespace)
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| map_kube_error(e, "trigger", namespace, ""))?;
-        let mut out = list
-            .items
-            .iter()
-            .map(trigger_to_wire)
-            .collect::<Result<Vec<_>>>()?;
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
+        self.list_obj::<Trigger>(namespace).await
     }
 
     async fn update_trigger(
@@ -879,44 +1014,29 @@ impl Backend for KubeBackend {
         name: &str,
         update: sless_wire::UpdateTrigger,
     ) -> Result<sless_wire::Trigger> {
-        for _ in 0..5 {
-            let mut t = self
-                .triggers(namespace)
-                .get(name)
-                .await
-                .map_err(|e| map_kube_error(e, "trigger", namespace, name))?;
-            let current = trigger_to_wire(&t)?.spec;
-            let next = update.apply_to(&current)?;
-            if next == current {
-                return trigger_to_wire(&t);
-            }
-            if next.schedule != current.schedule {
-                cron_schedule_runs_here(&next)?;
-            }
-            t.spec = trigger_spec(&next);
-            t.annotations_mut().insert(UPDATED_AT.to_string(), now());
-            t.status = None;
-            match self
-                .triggers(namespace)
-                .replace(name, &PostParams::default(), &t)
-                .await
-            {
-                Ok(updated) => return trigger_to_wire(&updated),
-                Err(kube::Error::Api(s)) if s.code == 409 => continue,
-                Err(e) => return Err(map_kube_error(e, "trigger", namespace, name)),
-            }
-        }
-        Err(Error::Conflict(format!(
-            "trigger {name:?} kept changing; try again"
-        )))
+        let update = &update;
+        self.update_obj(
+            namespace,
+            name,
+            WhileDeleting::Allow,
+            |mut t: Trigger| async move {
+                let current = t.wire()?.spec;
+                let next = update.apply_to(&current)?;
+                if next == current {
+                    return Ok(None);
+                }
+                if next.schedule != current.schedule {
+                    cron_schedule_runs_here(&next)?;
+                }
+                t.spec = trigger_spec(&next);
+                Ok(Some(t))
+            },
+        )
+        .await
     }
 
     async fn delete_trigger(&self, namespace: &str, name: &str) -> Result<()> {
-        self.triggers(namespace)
-            .delete(name, &DeleteParams::background())
-            .await
-            .map_err(|e| map_kube_error(e, "trigger", namespace, name))?;
-        Ok(())
+        self.delete_obj::<Trigger>(namespace, name).await
     }
 
     async fn read_trigger_logs(
@@ -926,10 +1046,7 @@ impl Backend for KubeBackend {
         tail: Option<usize>,
     ) -> Result<String> {
         // The cron runs' curl output, from the newest run pod.
-        self.triggers(namespace)
-            .get(name)
-            .await
-            .map_err(|e| map_kube_error(e, "trigger", namespace, name))?;
+        self.get_obj::<Trigger>(namespace, name).await?;
         let selector = names::owner_selector(OwnerKind::Trigger, namespace, name);
         self.pod_log(&names::deploy_namespace(namespace), &selector, "call", tail)
             .await
@@ -941,24 +1058,16 @@ impl Backend for KubeBackend {
         name: &str,
         spec: sless_wire::JobSpec,
     ) -> Result<sless_wire::Job> {
-        let mut j = FunctionJob::new(name, job_spec(&spec, None));
-        j.metadata.annotations = Some(BTreeMap::from([(UPDATED_AT.to_string(), now())]));
-        job_to_wire(&self.create_obj("job", namespace, &j).await?)
+        self.create_obj(namespace, FunctionJob::new(name, job_spec(&spec, None)))
+            .await
     }
 
     async fn get_job(&self, namespace: &str, name: &str) -> Result<sless_wire::Job> {
-        job_to_wire(&self.get_obj::<FunctionJob>("job", namespace, name).await?)
+        self.get_obj::<FunctionJob>(namespace, name).await?.wire()
     }
 
     async fn list_jobs(&self, namespace: &str) -> Result<Vec<sless_wire::Job>> {
-        let mut out = self
-            .list_obj::<FunctionJob>("job", namespace)
-            .await?
-            .iter()
-            .map(job_to_wire)
-            .collect::<Result<Vec<_>>>()?;
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
+        self.list_obj::<FunctionJob>(namespace).await
     }
 
     async fn update_job(
@@ -967,40 +1076,14 @@ impl Backend for KubeBackend {
         name: &str,
         update: sless_wire::UpdateJob,
     ) -> Result<sless_wire::Job> {
-        let api: Api<FunctionJob> = Api::namespaced(self.client.clone(), namespace);
-        for _ in 0..5 {
-            let mut j = self.get_obj::<FunctionJob>("job", namespace, name).await?;
-            let current = job_to_wire(&j)?.spec;
-            let next = update.apply_to(&current)?;
-            if next == current {
-                return job_to_wire(&j);
-            }
-            let mut code = j.spec.code.clone();
-            if next.runtime != current.runtime
-                && let Some(c) = code.as_mut()
-            {
-                c.key = self
-                    .store
-                    .rebuild_context(namespace, &c.sha256, next.runtime)
-                    .await
-                    .map_err(store_error)?;
-            }
-            j.spec = job_spec(&next, code);
-            j.annotations_mut().insert(UPDATED_AT.to_string(), now());
-            j.status = None;
-            match api.replace(name, &PostParams::default(), &j).await {
-                Ok(updated) => return job_to_wire(&updated),
-                Err(kube::Error::Api(s)) if s.code == 409 => continue,
-                Err(e) => return Err(map_kube_error(e, "job", namespace, name)),
-            }
-        }
-        Err(Error::Conflict(format!(
-            "job {name:?} kept changing; try again"
-        )))
+        self.update_spec::<FunctionJob, _, _>(namespace, name, WhileDeleting::Allow, |s| {
+            update.apply_to(s)
+        })
+        .await
     }
 
     async fn delete_job(&self, namespace: &str, name: &str) -> Result<()> {
-        self.delete_obj::<FunctionJob>("job", namespace, name).await
+        self.delete_obj::<FunctionJob>(namespace, name).await
     }
 
     async fn upload_job_code(
@@ -1009,19 +1092,7 @@ impl Backend for KubeBackend {
         name: &str,
         code: CodeBundle,
     ) -> Result<sless_wire::Job> {
-        let j = self.get_obj::<FunctionJob>("job", namespace, name).await?;
-        let runtime = job_to_wire(&j)?.spec.runtime;
-        match self
-            .store_code(namespace, runtime, j.spec.code.as_ref(), code)
-            .await?
-        {
-            None => job_to_wire(&j),
-            Some(c) => job_to_wire(
-                &self
-                    .patch_code::<FunctionJob>("job", namespace, name, &c)
-                    .await?,
-            ),
-        }
+        self.upload::<FunctionJob>(namespace, name, code).await
     }
 
     async fn read_job_logs(
@@ -1031,24 +1102,13 @@ impl Backend for KubeBackend {
         kind: LogKind,
         tail: Option<usize>,
     ) -> Result<String> {
-        let j = self.get_obj::<FunctionJob>("job", namespace, name).await?;
+        let j = self.get_obj::<FunctionJob>(namespace, name).await?;
         let st = j.status.unwrap_or_default();
         let (job, container) = match kind {
             LogKind::Build => (st.build.map(|b| b.job), "kaniko"),
             LogKind::Run => (st.run, "function"),
         };
-        match job {
-            Some(job) => {
-                self.pod_log(
-                    &names::deploy_namespace(namespace),
-                    &format!("job-name={job}"),
-                    container,
-                    tail,
-                )
-                .await
-            }
-            None => Ok(String::new()),
-        }
+        self.job_log(namespace, job, container, tail).await
     }
 
     async fn create_service(
@@ -1057,28 +1117,19 @@ impl Backend for KubeBackend {
         name: &str,
         spec: sless_wire::ServiceSpec,
     ) -> Result<sless_wire::Service> {
-        let mut v = SlessService::new(name, SlessServiceSpec::from(&spec));
-        v.metadata.annotations = Some(BTreeMap::from([(UPDATED_AT.to_string(), now())]));
-        service_to_wire(&self.create_obj("service", namespace, &v).await?)
+        self.create_obj(
+            namespace,
+            SlessService::new(name, SlessServiceSpec::from(&spec)),
+        )
+        .await
     }
 
     async fn get_service(&self, namespace: &str, name: &str) -> Result<sless_wire::Service> {
-        service_to_wire(
-            &self
-                .get_obj::<SlessService>("service", namespace, name)
-                .await?,
-        )
+        self.get_obj::<SlessService>(namespace, name).await?.wire()
     }
 
     async fn list_services(&self, namespace: &str) -> Result<Vec<sless_wire::Service>> {
-        let mut out = self
-            .list_obj::<SlessService>("service", namespace)
-            .await?
-            .iter()
-            .map(service_to_wire)
-            .collect::<Result<Vec<_>>>()?;
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
+        self.list_obj::<SlessService>(namespace).await
     }
 
     async fn update_service(
@@ -1087,49 +1138,14 @@ impl Backend for KubeBackend {
         name: &str,
         update: sless_wire::UpdateService,
     ) -> Result<sless_wire::Service> {
-        let api: Api<SlessService> = Api::namespaced(self.client.clone(), namespace);
-        for _ in 0..5 {
-            let mut v = self
-                .get_obj::<SlessService>("service", namespace, name)
-                .await?;
-            if v.metadata.deletion_timestamp.is_some() {
-                return Err(Error::Conflict(format!(
-                    "service {name:?} is being deleted"
-                )));
-            }
-            let current = service_to_wire(&v)?.spec;
-            let next = update.apply_to(&current)?;
-            if next == current {
-                return service_to_wire(&v);
-            }
-            let mut spec = SlessServiceSpec::from(&next);
-            spec.code = v.spec.code.clone();
-            if next.runtime != current.runtime
-                && let Some(c) = spec.code.as_mut()
-            {
-                c.key = self
-                    .store
-                    .rebuild_context(namespace, &c.sha256, next.runtime)
-                    .await
-                    .map_err(store_error)?;
-            }
-            v.spec = spec;
-            v.annotations_mut().insert(UPDATED_AT.to_string(), now());
-            v.status = None;
-            match api.replace(name, &PostParams::default(), &v).await {
-                Ok(updated) => return service_to_wire(&updated),
-                Err(kube::Error::Api(s)) if s.code == 409 => continue,
-                Err(e) => return Err(map_kube_error(e, "service", namespace, name)),
-            }
-        }
-        Err(Error::Conflict(format!(
-            "service {name:?} kept changing; try again"
-        )))
+        self.update_spec::<SlessService, _, _>(namespace, name, WhileDeleting::Refuse, |s| {
+            update.apply_to(s)
+        })
+        .await
     }
 
     async fn delete_service(&self, namespace: &str, name: &str) -> Result<()> {
-        self.delete_obj::<SlessService>("service", namespace, name)
-            .await
+        self.delete_obj::<SlessService>(namespace, name).await
     }
 
     async fn upload_service_code(
@@ -1138,21 +1154,7 @@ impl Backend for KubeBackend {
         name: &str,
         code: CodeBundle,
     ) -> Result<sless_wire::Service> {
-        let v = self
-            .get_obj::<SlessService>("service", namespace, name)
-            .await?;
-        let runtime = service_to_wire(&v)?.spec.runtime;
-        match self
-            .store_code(namespace, runtime, v.spec.code.as_ref(), code)
-            .await?
-        {
-            None => service_to_wire(&v),
-            Some(c) => service_to_wire(
-                &self
-                    .patch_code::<SlessService>("service", namespace, name, &c)
-                    .await?,
-            ),
-        }
+        self.upload::<SlessService>(namespace, name, code).await
     }
 
     async fn read_service_logs(
@@ -1162,54 +1164,25 @@ impl Backend for KubeBackend {
         kind: LogKind,
         tail: Option<usize>,
     ) -> Result<String> {
-        let v = self
-            .get_obj::<SlessService>("service", namespace, name)
-            .await?;
-        let deploy_ns = names::deploy_namespace(namespace);
-        match kind {
-            LogKind::Build => match v.status.and_then(|s| s.build) {
-                Some(b) => {
-                    self.pod_log(&deploy_ns, &format!("job-name={}", b.job), "kaniko", tail)
-                        .await
-                }
-                None => Ok(String::new()),
-            },
-            LogKind::Run => {
-                let selector = format!(
-                    "{}={}",
-                    names::APP_LABEL,
-                    names::workload_name(OwnerKind::Service, name)
-                );
-                self.pod_log(&deploy_ns, &selector, "function", tail).await
-            }
-        }
+        let v = self.get_obj::<SlessService>(namespace, name).await?;
+        let build = v.status.and_then(|s| s.build);
+        self.workload_log(OwnerKind::Service, namespace, name, build, kind, tail)
+            .await
     }
 
     async fn service_target(&self, namespace: &str, name: &str) -> Result<InvokeTarget> {
-        let v = service_to_wire(
-            &self
-                .get_obj::<SlessService>("service", namespace, name)
-                .await?,
-        )?;
-        match v.status.phase {
-            Phase::Ready => Ok(InvokeTarget {
-                base_url: builders::service_url(OwnerKind::Service, namespace, name),
-                timeout: Duration::from_secs(u64::from(v.spec.timeout_sec)),
-            }),
-            Phase::Deleting => Err(Error::NotFound {
-                kind: "service",
-                namespace: namespace.to_string(),
-                name: name.to_string(),
-            }),
-            other => Err(Error::NotReady(format!(
-                "service {name:?} is {}{}",
-                other.as_str(),
-                v.status
-                    .message
-                    .map(|m| format!(": {m}"))
-                    .unwrap_or_default()
-            ))),
-        }
+        let v = self
+            .get_obj::<SlessService>(namespace, name)
+            .await?
+            .wire()?;
+        ready_target(
+            OwnerKind::Service,
+            SlessService::NOUN,
+            namespace,
+            name,
+            (v.status.phase, v.status.message),
+            v.spec.timeout_sec,
+        )
     }
 
     /// Whether this replica runs the controllers, then their reconcile series.
