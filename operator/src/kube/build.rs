@@ -8,8 +8,9 @@
 
 use super::KubeError;
 use super::builders;
+use super::controller_util::is_status;
 use super::crd::{BuildState, BuildStatus};
-use super::function::{Ctx, is_status, job_outcome};
+use super::function::{Ctx, job_outcome};
 use super::names::{self, OwnerKind};
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, PostParams};

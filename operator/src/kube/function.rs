@@ -17,21 +17,21 @@
 
 use super::build::{self, Progress};
 use super::builders::{self, Workload};
+use super::controller_util::{
+    Controlled, Reconciled, delete_all_if_present, delete_if_present, patch_status,
+    reconcile_with_finalizer, status_changed,
+};
 use super::crd::{BuildState, Function, FunctionStatus};
 use super::names::{self, FIELD_MANAGER, OwnerKind};
 use super::{KubeError, KubeOptions};
-use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::finalizer::{Event as Finalizer, finalizer};
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use std::collections::HashMap;
 use std::future::Future;
@@ -122,8 +122,19 @@ impl Ctx {
     }
 }
 
-fn key_of(f: &Function) -> String {
-    format!("{}/{}", f.namespace().unwrap_or_default(), f.name_any())
+impl Reconciled for Function {
+    const CONTROLLER: &'static str = "function";
+    const FINALIZER: &'static str = FINALIZER;
+    const OWNER: OwnerKind = OwnerKind::Function;
+
+    /// `<ns>/<name>` (the other kinds' keys start with their controller).
+    fn failure_key(&self) -> String {
+        format!(
+            "{}/{}",
+            self.namespace().unwrap_or_default(),
+            self.name_any()
+        )
+    }
 }
 
 /// Sets condition `type_` in `conds`, keeping its `lastTransitionTime` when
@@ -155,81 +166,16 @@ pub fn set_condition(
     });
 }
 
-/// True when two statuses differ in anything but condition timestamps.
-pub fn status_changed(a: &FunctionStatus, b: &FunctionStatus) -> bool {
-    let strip = |s: &FunctionStatus| {
-        let mut s = s.clone();
-        for c in &mut s.conditions {
-            c.last_transition_time = Time(Timestamp::UNIX_EPOCH);
-        }
-        s
-    };
-    strip(a) != strip(b)
-}
-
 /// Reconciles one Function (the finalizer wraps apply and cleanup).
 pub async fn reconcile(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
-    let ns = f.namespace().ok_or(KubeError::Incomplete("namespace"))?;
-    let api: Api<Function> = Api::namespaced(ctx.client.clone(), &ns);
-    let key = key_of(&f);
-    let start = std::time::Instant::now();
-    let res = finalizer(&api, FINALIZER, f, |ev| async {
-        match ev {
-            Finalizer::Apply(f) => apply(f, ctx.clone()).await,
-            Finalizer::Cleanup(f) => cleanup(f, ctx.clone()).await,
-        }
-    })
-    .await
-    .map_err(|e| KubeError::Finalizer(Box::new(e)));
-    ctx.metrics.record("function", start.elapsed(), res.is_ok());
-    let action = res?;
-    ctx.reset_failures(&key);
-    Ok(action)
+    reconcile_with_finalizer(f, ctx, apply, cleanup).await
 }
 
 /// What to do after a failed reconcile: retry with a per-object backoff.
 pub fn error_policy(f: Arc<Function>, err: &KubeError, ctx: Arc<Ctx>) -> Action {
-    tracing::warn!(function = %key_of(&f), error = %err, "reconcile failed");
-    Action::requeue(ctx.failure_backoff(&key_of(&f)))
-}
-
-pub(crate) fn is_status(e: &kube::Error, code: u16) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == code)
-}
-
-/// Deletes `name` (in the background), treating "already gone" as done.
-pub(crate) async fn delete_if_present<K>(api: &Api<K>, name: &str) -> Result<(), KubeError>
-where
-    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    match api.delete(name, &DeleteParams::background()).await {
-        Ok(_) => Ok(()),
-        Err(e) if is_status(&e, 404) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
-}
-
-async fn patch_status(
-    api: &Api<Function>,
-    name: &str,
-    old: &FunctionStatus,
-    new: &FunctionStatus,
-) -> Result<(), KubeError> {
-    if !status_changed(old, new) {
-        return Ok(());
-    }
-    let body = serde_json::json!({
-        "apiVersion": Function::api_version(&()),
-        "kind": Function::kind(&()),
-        "status": new,
-    });
-    api.patch_status(
-        name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(&body),
-    )
-    .await?;
-    Ok(())
+    let key = f.failure_key();
+    tracing::warn!(function = %key, error = %err, "reconcile failed");
+    Action::requeue(ctx.failure_backoff(&key))
 }
 
 /// The outcome of a finished Job: `Some(true)` succeeded, `Some(false)`
@@ -495,68 +441,45 @@ async fn deploy(
 /// Deletes every child (build Jobs, Deployment, Service); tolerates children
 /// already gone and an apply that never ran.
 async fn cleanup(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
-    let ns = f.namespace().ok_or(KubeError::Incomplete("namespace"))?;
-    let name = f.name_any();
-    let deploy_ns = names::deploy_namespace(&ns);
-    let dp = DeleteParams::background();
-    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &deploy_ns);
-    let selector = names::owner_selector(OwnerKind::Function, &ns, &name);
-    match jobs
-        .delete_collection(&dp, &ListParams::default().labels(&selector))
-        .await
-    {
-        Ok(_) => {}
-        Err(e) if is_status(&e, 404) => {}
-        Err(e) => return Err(e.into()),
-    }
-    let wname = names::workload_name(OwnerKind::Function, &name);
-    let deps: Api<Deployment> = Api::namespaced(ctx.client.clone(), &deploy_ns);
-    match deps.delete(&wname, &dp).await {
-        Ok(_) => {}
-        Err(e) if is_status(&e, 404) => {}
-        Err(e) => return Err(e.into()),
-    }
-    let svcs: Api<Service> = Api::namespaced(ctx.client.clone(), &deploy_ns);
-    match svcs.delete(&wname, &dp).await {
-        Ok(_) => {}
-        Err(e) if is_status(&e, 404) => {}
-        Err(e) => return Err(e.into()),
-    }
-    Ok(Action::await_change())
+    cleanup_workload(OwnerKind::Function, f.as_ref(), &ctx).await
 }
 
-fn owner_ref<K: ResourceExt>(child: &K) -> Option<ObjectRef<Function>> {
-    names::owner_of(child.labels()).map(|(ns, name)| ObjectRef::new(&name).within(&ns))
+/// Deletes the build Jobs, the Deployment and the Service of a function or
+/// service (`kind`), tolerating children already gone.
+pub(crate) async fn cleanup_workload<K: Resource>(
+    kind: OwnerKind,
+    obj: &K,
+    ctx: &Ctx,
+) -> Result<Action, KubeError> {
+    let ns = obj.namespace().ok_or(KubeError::Incomplete("namespace"))?;
+    let name = obj.name_any();
+    let deploy_ns = names::deploy_namespace(&ns);
+    let lp = ListParams::default().labels(&names::owner_selector(kind, &ns, &name));
+    delete_all_if_present(&Api::<Job>::namespaced(ctx.client.clone(), &deploy_ns), &lp).await?;
+    let wname = names::workload_name(kind, &name);
+    delete_if_present(
+        &Api::<Deployment>::namespaced(ctx.client.clone(), &deploy_ns),
+        &wname,
+    )
+    .await?;
+    delete_if_present(
+        &Api::<Service>::namespaced(ctx.client.clone(), &deploy_ns),
+        &wname,
+    )
+    .await?;
+    Ok(Action::await_change())
 }
 
 /// Runs the Function controller until `shutdown` completes: watches
 /// Functions, and by owner label their Deployments, Services and build Jobs
 /// (so deleting a child by hand triggers a reconcile that recreates it).
 pub async fn run(ctx: Arc<Ctx>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
-    let client = ctx.client.clone();
-    let children = watcher::Config::default().labels(&names::kind_selector(OwnerKind::Function));
-    Controller::new(
-        Api::<Function>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .watches(
-        Api::<Deployment>::all(client.clone()),
-        children.clone(),
-        |d| owner_ref(&d),
-    )
-    .watches(Api::<Service>::all(client.clone()), children.clone(), |s| {
-        owner_ref(&s)
-    })
-    .watches(Api::<Job>::all(client), children, |j| owner_ref(&j))
-    .graceful_shutdown_on(shutdown)
-    .with_config(kube::runtime::controller::Config::default().concurrency(4))
-    .run(reconcile, error_policy, ctx)
-    .for_each(|res| async move {
-        if let Err(e) = res {
-            tracing::debug!(error = %e, "function controller event");
-        }
-    })
-    .await;
+    Controlled::<Function>::new(&ctx)
+        .owns::<Deployment>()
+        .owns::<Service>()
+        .owns::<Job>()
+        .run(ctx, shutdown, reconcile, error_policy)
+        .await;
 }
 
 #[cfg(test)]

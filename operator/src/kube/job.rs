@@ -8,21 +8,20 @@
 use super::KubeError;
 use super::build::{self, Progress};
 use super::builders::{self, RESULT_MARKER, Workload};
-use super::crd::{FunctionJob, FunctionJobStatus};
-use super::function::{Ctx, is_status, job_outcome, set_condition};
-use super::names::{self, FIELD_MANAGER, OwnerKind};
-use futures_util::StreamExt;
+use super::controller_util::{
+    Controlled, Reconciled, delete_all_if_present, is_status, patch_status,
+    reconcile_with_finalizer,
+};
+use super::crd::FunctionJob;
+use super::function::{Ctx, job_outcome, set_condition};
+use super::names::{self, OwnerKind};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::ResourceExt;
+use kube::api::{Api, ListParams, LogParams, PostParams};
+use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
-use kube::runtime::finalizer::{Event as Finalizer, finalizer};
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
-use kube::{Resource, ResourceExt};
 use sless_wire::job::JOB_RESULT_MAX_BYTES;
 use std::future::Future;
 use std::sync::Arc;
@@ -92,69 +91,26 @@ pub fn output_before_marker(log: &str) -> &str {
     }
 }
 
-fn changed(a: &FunctionJobStatus, b: &FunctionJobStatus) -> bool {
-    let strip = |s: &FunctionJobStatus| {
-        let mut s = s.clone();
-        for c in &mut s.conditions {
-            c.last_transition_time = Time(Timestamp::UNIX_EPOCH);
-        }
-        s
-    };
-    strip(a) != strip(b)
-}
-
-async fn patch_status(
-    api: &Api<FunctionJob>,
-    name: &str,
-    old: &FunctionJobStatus,
-    new: &FunctionJobStatus,
-) -> Result<(), KubeError> {
-    if !changed(old, new) {
-        return Ok(());
-    }
-    let body = serde_json::json!({
-        "apiVersion": FunctionJob::api_version(&()),
-        "kind": FunctionJob::kind(&()),
-        "status": new,
-    });
-    api.patch_status(
-        name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(&body),
-    )
-    .await?;
-    Ok(())
-}
-
 /// The name of the k8s Job (and input ConfigMap) of one generation.
 pub fn run_name(name: &str, generation: i64) -> String {
     let g = generation.to_string();
     format!("{}-{g}", names::child_name("run", name, 63 - g.len() - 1))
 }
 
+impl Reconciled for FunctionJob {
+    const CONTROLLER: &'static str = "job";
+    const FINALIZER: &'static str = FINALIZER;
+    const OWNER: OwnerKind = OwnerKind::FunctionJob;
+}
+
 /// Reconciles one FunctionJob (the finalizer wraps apply and cleanup).
 pub async fn reconcile(j: Arc<FunctionJob>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
-    let ns = j.namespace().ok_or(KubeError::Incomplete("namespace"))?;
-    let api: Api<FunctionJob> = Api::namespaced(ctx.client.clone(), &ns);
-    let key = format!("job/{ns}/{}", j.name_any());
-    let start = std::time::Instant::now();
-    let res = finalizer(&api, FINALIZER, j, |ev| async {
-        match ev {
-            Finalizer::Apply(j) => apply(j, ctx.clone()).await,
-            Finalizer::Cleanup(j) => cleanup(j, ctx.clone()).await,
-        }
-    })
-    .await
-    .map_err(|e| KubeError::Finalizer(Box::new(e)));
-    ctx.metrics.record("job", start.elapsed(), res.is_ok());
-    let action = res?;
-    ctx.reset_failures(&key);
-    Ok(action)
+    reconcile_with_finalizer(j, ctx, apply, cleanup).await
 }
 
 /// What to do after a failed reconcile: retry with a per-object backoff.
 pub fn error_policy(j: Arc<FunctionJob>, err: &KubeError, ctx: Arc<Ctx>) -> Action {
-    let key = format!("job/{}/{}", j.namespace().unwrap_or_default(), j.name_any());
+    let key = j.failure_key();
     tracing::warn!(job = %key, error = %err, "reconcile failed");
     Action::requeue(ctx.failure_backoff(&key))
 }
@@ -351,49 +307,22 @@ async fn cleanup(j: Arc<FunctionJob>, ctx: Arc<Ctx>) -> Result<Action, KubeError
         &ns,
         &j.name_any(),
     ));
-    let dp = DeleteParams::background();
-    let ignore_missing = |res: Result<(), kube::Error>| match res {
-        Err(e) if !is_status(&e, 404) => Err(KubeError::from(e)),
-        _ => Ok(()),
-    };
-    ignore_missing(
-        Api::<Job>::namespaced(ctx.client.clone(), &deploy_ns)
-            .delete_collection(&dp, &lp)
-            .await
-            .map(|_| ()),
-    )?;
-    ignore_missing(
-        Api::<ConfigMap>::namespaced(ctx.client.clone(), &deploy_ns)
-            .delete_collection(&dp, &lp)
-            .await
-            .map(|_| ()),
-    )?;
+    delete_all_if_present(&Api::<Job>::namespaced(ctx.client.clone(), &deploy_ns), &lp).await?;
+    delete_all_if_present(
+        &Api::<ConfigMap>::namespaced(ctx.client.clone(), &deploy_ns),
+        &lp,
+    )
+    .await?;
     Ok(Action::await_change())
-}
-
-fn owner_ref<K: ResourceExt>(child: &K) -> Option<ObjectRef<FunctionJob>> {
-    names::owner_of(child.labels()).map(|(ns, name)| ObjectRef::new(&name).within(&ns))
 }
 
 /// Runs the FunctionJob controller until `shutdown` completes: watches
 /// FunctionJobs and, by owner label, their build and run Jobs.
 pub async fn run(ctx: Arc<Ctx>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
-    let client = ctx.client.clone();
-    let children = watcher::Config::default().labels(&names::kind_selector(OwnerKind::FunctionJob));
-    Controller::new(
-        Api::<FunctionJob>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .watches(Api::<Job>::all(client), children, |j| owner_ref(&j))
-    .graceful_shutdown_on(shutdown)
-    .with_config(kube::runtime::controller::Config::default().concurrency(4))
-    .run(reconcile, error_policy, ctx)
-    .for_each(|res| async move {
-        if let Err(e) = res {
-            tracing::debug!(error = %e, "job controller event");
-        }
-    })
-    .await;
+    Controlled::<FunctionJob>::new(&ctx)
+        .owns::<Job>()
+        .run(ctx, shutdown, reconcile, error_policy)
+        .await;
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! CronJobs ([`trigger`]); builds run as kaniko Jobs from a
 //! context the operator prepares ([`context`]); every child object comes from
 //! a pure builder ([`builders`]) and is named by [`names`]. The controllers
-//! run as one unit ([`controllers`]) while this replica holds the leader
+//! share their finalizer, status and watch scaffolding ([`controller_util`])
+//! and run as one unit ([`controllers`]) while this replica holds the leader
 //! Lease ([`leader`]). See `docs/kubernetes.md`.
 //!
 //! Children live in `sless-fn-<ns>`, not in the user namespace of their
@@ -16,6 +17,7 @@ pub mod backend;
 pub mod build;
 pub mod builders;
 pub mod context;
+pub mod controller_util;
 pub mod controllers;
 pub mod crd;
 pub mod function;

@@ -11,22 +11,17 @@
 use super::KubeError;
 use super::build::{self, Progress};
 use super::builders::{self, Workload};
-use super::crd::{SlessService, SlessServiceStatus};
-use super::function::{Ctx, deployment_ready, is_status, record_restarts, set_condition};
+use super::controller_util::{Controlled, Reconciled, patch_status, reconcile_with_finalizer};
+use super::crd::SlessService;
+use super::function::{Ctx, cleanup_workload, deployment_ready, record_restarts, set_condition};
 use super::names::{self, FIELD_MANAGER, OwnerKind};
-use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
-use kube::runtime::finalizer::{Event as Finalizer, finalizer};
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
-use kube::{Resource, ResourceExt};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,67 +33,20 @@ pub const REQUEUE_ACTIVE: Duration = Duration::from_secs(5);
 /// Periodic requeue of Ready services (self-healing).
 pub const REQUEUE_READY: Duration = Duration::from_secs(60);
 
-fn changed(a: &SlessServiceStatus, b: &SlessServiceStatus) -> bool {
-    let strip = |s: &SlessServiceStatus| {
-        let mut s = s.clone();
-        for c in &mut s.conditions {
-            c.last_transition_time = Time(Timestamp::UNIX_EPOCH);
-        }
-        s
-    };
-    strip(a) != strip(b)
-}
-
-async fn patch_status(
-    api: &Api<SlessService>,
-    name: &str,
-    old: &SlessServiceStatus,
-    new: &SlessServiceStatus,
-) -> Result<(), KubeError> {
-    if !changed(old, new) {
-        return Ok(());
-    }
-    let body = serde_json::json!({
-        "apiVersion": SlessService::api_version(&()),
-        "kind": SlessService::kind(&()),
-        "status": new,
-    });
-    api.patch_status(
-        name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(&body),
-    )
-    .await?;
-    Ok(())
+impl Reconciled for SlessService {
+    const CONTROLLER: &'static str = "service";
+    const FINALIZER: &'static str = FINALIZER;
+    const OWNER: OwnerKind = OwnerKind::Service;
 }
 
 /// Reconciles one sless Service (the finalizer wraps apply and cleanup).
 pub async fn reconcile(s: Arc<SlessService>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
-    let ns = s.namespace().ok_or(KubeError::Incomplete("namespace"))?;
-    let api: Api<SlessService> = Api::namespaced(ctx.client.clone(), &ns);
-    let key = format!("service/{ns}/{}", s.name_any());
-    let start = std::time::Instant::now();
-    let res = finalizer(&api, FINALIZER, s, |ev| async {
-        match ev {
-            Finalizer::Apply(s) => apply(s, ctx.clone()).await,
-            Finalizer::Cleanup(s) => cleanup(s, ctx.clone()).await,
-        }
-    })
-    .await
-    .map_err(|e| KubeError::Finalizer(Box::new(e)));
-    ctx.metrics.record("service", start.elapsed(), res.is_ok());
-    let action = res?;
-    ctx.reset_failures(&key);
-    Ok(action)
+    reconcile_with_finalizer(s, ctx, apply, cleanup).await
 }
 
 /// What to do after a failed reconcile: retry with a per-object backoff.
 pub fn error_policy(s: Arc<SlessService>, err: &KubeError, ctx: Arc<Ctx>) -> Action {
-    let key = format!(
-        "service/{}/{}",
-        s.namespace().unwrap_or_default(),
-        s.name_any()
-    );
+    let key = s.failure_key();
     tracing::warn!(service = %key, error = %err, "reconcile failed");
     Action::requeue(ctx.failure_backoff(&key))
 }
@@ -243,62 +191,16 @@ async fn apply(s: Arc<SlessService>, ctx: Arc<Ctx>) -> Result<Action, KubeError>
 
 /// Deletes the build Jobs, the Deployment and the Service.
 async fn cleanup(s: Arc<SlessService>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
-    let ns = s.namespace().ok_or(KubeError::Incomplete("namespace"))?;
-    let name = s.name_any();
-    let deploy_ns = names::deploy_namespace(&ns);
-    let dp = DeleteParams::background();
-    let lp = ListParams::default().labels(&names::owner_selector(OwnerKind::Service, &ns, &name));
-    match Api::<Job>::namespaced(ctx.client.clone(), &deploy_ns)
-        .delete_collection(&dp, &lp)
-        .await
-    {
-        Ok(_) => {}
-        Err(e) if is_status(&e, 404) => {}
-        Err(e) => return Err(e.into()),
-    }
-    let wname = names::workload_name(OwnerKind::Service, &name);
-    super::function::delete_if_present(
-        &Api::<Deployment>::namespaced(ctx.client.clone(), &deploy_ns),
-        &wname,
-    )
-    .await?;
-    super::function::delete_if_present(
-        &Api::<Service>::namespaced(ctx.client.clone(), &deploy_ns),
-        &wname,
-    )
-    .await?;
-    Ok(Action::await_change())
-}
-
-fn owner_ref<K: ResourceExt>(child: &K) -> Option<ObjectRef<SlessService>> {
-    names::owner_of(child.labels()).map(|(ns, name)| ObjectRef::new(&name).within(&ns))
+    cleanup_workload(OwnerKind::Service, s.as_ref(), &ctx).await
 }
 
 /// Runs the Service controller until `shutdown` completes: watches sless
 /// Services and, by owner label, their Deployments, Services and build Jobs.
 pub async fn run(ctx: Arc<Ctx>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
-    let client = ctx.client.clone();
-    let children = watcher::Config::default().labels(&names::kind_selector(OwnerKind::Service));
-    Controller::new(
-        Api::<SlessService>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .watches(
-        Api::<Deployment>::all(client.clone()),
-        children.clone(),
-        |d| owner_ref(&d),
-    )
-    .watches(Api::<Service>::all(client.clone()), children.clone(), |s| {
-        owner_ref(&s)
-    })
-    .watches(Api::<Job>::all(client), children, |j| owner_ref(&j))
-    .graceful_shutdown_on(shutdown)
-    .with_config(kube::runtime::controller::Config::default().concurrency(4))
-    .run(reconcile, error_policy, ctx)
-    .for_each(|res| async move {
-        if let Err(e) = res {
-            tracing::debug!(error = %e, "service controller event");
-        }
-    })
-    .await;
+    Controlled::<SlessService>::new(&ctx)
+        .owns::<Deployment>()
+        .owns::<Service>()
+        .owns::<Job>()
+        .run(ctx, shutdown, reconcile, error_policy)
+        .await;
 }

@@ -21,23 +21,22 @@
 
 use super::KubeError;
 use super::builders;
+use super::controller_util::{
+    Controlled, Reconciled, delete_if_present, patch_status, reconcile_with_finalizer,
+    status_changed,
+};
 use super::crd::{CountedRun, Function, Trigger, TriggerRunStatus, TriggerStatus};
-use super::function::{Ctx, delete_if_present, job_outcome, set_condition};
+use super::function::{Ctx, job_outcome, set_condition};
 use super::names::{self, FIELD_MANAGER, OwnerKind};
 use chrono::{DateTime, SecondsFormat, Utc};
-use futures_util::StreamExt;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::Ingress;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
-use kube::runtime::finalizer::{Event as Finalizer, finalizer};
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
-use kube::{Resource, ResourceExt};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -187,67 +186,20 @@ fn without_runs(s: &TriggerStatus) -> TriggerStatus {
     }
 }
 
-fn changed(a: &TriggerStatus, b: &TriggerStatus) -> bool {
-    let strip = |s: &TriggerStatus| {
-        let mut s = s.clone();
-        for c in &mut s.conditions {
-            c.last_transition_time = Time(Timestamp::UNIX_EPOCH);
-        }
-        s
-    };
-    strip(a) != strip(b)
-}
-
-async fn patch_status(
-    api: &Api<Trigger>,
-    name: &str,
-    old: &TriggerStatus,
-    new: &TriggerStatus,
-) -> Result<(), KubeError> {
-    if !changed(old, new) {
-        return Ok(());
-    }
-    let body = serde_json::json!({
-        "apiVersion": Trigger::api_version(&()),
-        "kind": Trigger::kind(&()),
-        "status": new,
-    });
-    api.patch_status(
-        name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(&body),
-    )
-    .await?;
-    Ok(())
+impl Reconciled for Trigger {
+    const CONTROLLER: &'static str = "trigger";
+    const FINALIZER: &'static str = FINALIZER;
+    const OWNER: OwnerKind = OwnerKind::Trigger;
 }
 
 /// Reconciles one Trigger (the finalizer wraps apply and cleanup).
 pub async fn reconcile(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
-    let ns = t.namespace().ok_or(KubeError::Incomplete("namespace"))?;
-    let api: Api<Trigger> = Api::namespaced(ctx.client.clone(), &ns);
-    let key = format!("trigger/{ns}/{}", t.name_any());
-    let start = std::time::Instant::now();
-    let res = finalizer(&api, FINALIZER, t, |ev| async {
-        match ev {
-            Finalizer::Apply(t) => apply(t, ctx.clone()).await,
-            Finalizer::Cleanup(t) => cleanup(t, ctx.clone()).await,
-        }
-    })
-    .await
-    .map_err(|e| KubeError::Finalizer(Box::new(e)));
-    ctx.metrics.record("trigger", start.elapsed(), res.is_ok());
-    let action = res?;
-    ctx.reset_failures(&key);
-    Ok(action)
+    reconcile_with_finalizer(t, ctx, apply, cleanup).await
 }
 
 /// What to do after a failed reconcile: retry with a per-object backoff.
 pub fn error_policy(t: Arc<Trigger>, err: &KubeError, ctx: Arc<Ctx>) -> Action {
-    let key = format!(
-        "trigger/{}/{}",
-        t.namespace().unwrap_or_default(),
-        t.name_any()
-    );
+    let key = t.failure_key();
     tracing::warn!(trigger = %key, error = %err, "reconcile failed");
     Action::requeue(ctx.failure_backoff(&key))
 }
@@ -308,16 +260,7 @@ async fn apply(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
 
     if !t.spec.enabled {
         if is_http {
-            delete_if_present(
-                &Api::<Ingress>::namespaced(ctx.client.clone(), &deploy_ns),
-                &child,
-            )
-            .await?;
-            delete_if_present(
-                &Api::<Service>::namespaced(ctx.client.clone(), &deploy_ns),
-                &child,
-            )
-            .await?;
+            delete_http_children(&ctx, &deploy_ns, &child).await?;
         } else if let Some(Ok(cj)) = &cron {
             Api::<CronJob>::namespaced(ctx.client.clone(), &deploy_ns)
                 .patch(&child, &pp, &Patch::Apply(cj))
@@ -397,7 +340,7 @@ async fn apply(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
     );
     // Recorded runs and the next run time change by themselves: only a
     // change of anything else (becoming Active) is an event.
-    if changed(&without_runs(&old), &without_runs(&st)) {
+    if status_changed(&without_runs(&old), &without_runs(&st)) {
         ctx.event(
             t.as_ref(),
             EventType::Normal,
@@ -410,22 +353,28 @@ async fn apply(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
     Ok(Action::requeue(REQUEUE_ACTIVE))
 }
 
+/// Deletes the Ingress and Service of an http trigger (its child `child` in
+/// `deploy_ns`); tolerates them being gone already.
+async fn delete_http_children(ctx: &Ctx, deploy_ns: &str, child: &str) -> Result<(), KubeError> {
+    delete_if_present(
+        &Api::<Ingress>::namespaced(ctx.client.clone(), deploy_ns),
+        child,
+    )
+    .await?;
+    delete_if_present(
+        &Api::<Service>::namespaced(ctx.client.clone(), deploy_ns),
+        child,
+    )
+    .await
+}
+
 /// Deletes the Ingress, Service and CronJob of a trigger; tolerates them
 /// being gone already.
 async fn cleanup(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
     let ns = t.namespace().ok_or(KubeError::Incomplete("namespace"))?;
     let deploy_ns = names::deploy_namespace(&ns);
     let child = names::workload_name(OwnerKind::Trigger, &t.name_any());
-    delete_if_present(
-        &Api::<Ingress>::namespaced(ctx.client.clone(), &deploy_ns),
-        &child,
-    )
-    .await?;
-    delete_if_present(
-        &Api::<Service>::namespaced(ctx.client.clone(), &deploy_ns),
-        &child,
-    )
-    .await?;
+    delete_http_children(&ctx, &deploy_ns, &child).await?;
     delete_if_present(
         &Api::<CronJob>::namespaced(ctx.client.clone(), &deploy_ns),
         &child,
@@ -434,38 +383,16 @@ async fn cleanup(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
     Ok(Action::await_change())
 }
 
-fn owner_ref<K: ResourceExt>(child: &K) -> Option<ObjectRef<Trigger>> {
-    names::owner_of(child.labels()).map(|(ns, name)| ObjectRef::new(&name).within(&ns))
-}
-
 /// Runs the Trigger controller until `shutdown` completes: watches Triggers
 /// and, by owner label, their Services, Ingresses, CronJobs and cron Jobs.
 pub async fn run(ctx: Arc<Ctx>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
-    let client = ctx.client.clone();
-    let children = watcher::Config::default().labels(&names::kind_selector(OwnerKind::Trigger));
-    Controller::new(
-        Api::<Trigger>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .watches(Api::<Service>::all(client.clone()), children.clone(), |s| {
-        owner_ref(&s)
-    })
-    .watches(Api::<Ingress>::all(client.clone()), children.clone(), |i| {
-        owner_ref(&i)
-    })
-    .watches(Api::<CronJob>::all(client.clone()), children.clone(), |c| {
-        owner_ref(&c)
-    })
-    .watches(Api::<Job>::all(client), children, |j| owner_ref(&j))
-    .graceful_shutdown_on(shutdown)
-    .with_config(kube::runtime::controller::Config::default().concurrency(4))
-    .run(reconcile, error_policy, ctx)
-    .for_each(|res| async move {
-        if let Err(e) = res {
-            tracing::debug!(error = %e, "trigger controller event");
-        }
-    })
-    .await;
+    Controlled::<Trigger>::new(&ctx)
+        .owns::<Service>()
+        .owns::<Ingress>()
+        .owns::<CronJob>()
+        .owns::<Job>()
+        .run(ctx, shutdown, reconcile, error_policy)
+        .await;
 }
 
 #[cfg(test)]
@@ -624,7 +551,10 @@ mod tests {
         let mut b = a.clone();
         b.runs = 2;
         b.next_run_at = Some("2026-12-02T10:05:00Z".into());
-        assert!(changed(&a, &b), "patched");
-        assert!(!changed(&without_runs(&a), &without_runs(&b)), "no event");
+        assert!(status_changed(&a, &b), "patched");
+        assert!(
+            !status_changed(&without_runs(&a), &without_runs(&b)),
+            "no event"
+        );
     }
 }
