@@ -41,7 +41,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use store::CodeStore;
-use supervisor::{Backoff, Launch, LineSink, Proc};
+use supervisor::Launch;
+use workload::{Served, Slot};
 
 /// Options of the local backend. Build it with [`LocalOptions::new`] and
 /// adjust fields as needed.
@@ -99,20 +100,14 @@ enum Plan {
     Restart,
 }
 
-#[derive(Default)]
-struct Slot {
-    generation: u64,
-    worker: Option<tokio::task::JoinHandle<()>>,
-    active: Option<Arc<Proc>>,
-}
-
 struct Inner {
     opts: LocalOptions,
     db: Arc<Db>,
     logs: Arc<Logs>,
     store: CodeStore,
     runtimes: RuntimePaths,
-    slots: Mutex<HashMap<Key, Slot>>,
+    /// Functions' workers and processes.
+    slots: workload::Slots<Slot>,
     next_generation: AtomicU64,
     shutting_down: AtomicBool,
     /// flock on `local.lock`: one operator per data dir; released by `shutdown`.
@@ -122,7 +117,7 @@ struct Inner {
     /// Jobs' workers (see `jobs`).
     jobs: workload::Slots<jobs::JobSlot>,
     /// Services' workers and processes (see `services`).
-    services: workload::Slots<services::ServiceSlot>,
+    services: workload::Slots<Slot>,
 }
 
 /// The local backend.
@@ -187,7 +182,7 @@ impl LocalBackend {
             db,
             runtimes,
             opts,
-            slots: Mutex::new(HashMap::new()),
+            slots: Default::default(),
             next_generation: AtomicU64::new(0),
             shutting_down: AtomicBool::new(false),
             lock: Mutex::new(Some(lock)),
@@ -256,42 +251,14 @@ fn remove_tmp_dirs(dir: &Path) {
 
 impl Inner {
     fn lock_slots(&self) -> MutexGuard<'_, HashMap<Key, Slot>> {
-        self.slots.lock().unwrap_or_else(|p| p.into_inner())
+        self.slots.lock()
     }
 
     /// Bumps the function's generation and replaces its worker.
     fn schedule_locked(self: &Arc<Self>, slots: &mut HashMap<Key, Slot>, key: Key, plan: Plan) {
-        if self.shutting_down.load(Ordering::SeqCst) {
-            return;
-        }
-        let generation = self.next_generation.fetch_add(1, Ordering::SeqCst) + 1;
-        let slot = slots.entry(key.clone()).or_default();
-        slot.generation = generation;
-        if let Some(w) = slot.worker.take() {
-            w.abort();
-        }
-        let inner = self.clone();
-        slot.worker = Some(tokio::spawn(async move {
+        self.replace_worker(slots, key, move |inner, key, generation| async move {
             inner.work(key, generation, plan).await;
-        }));
-    }
-
-    fn is_current(slots: &HashMap<Key, Slot>, key: &Key, generation: u64) -> bool {
-        slots.get(key).is_some_and(|s| s.generation == generation)
-    }
-
-    /// Changes the status while `generation` is current; false otherwise.
-    fn update_status(
-        &self,
-        key: &Key,
-        generation: u64,
-        f: impl FnOnce(&mut FunctionStatus),
-    ) -> bool {
-        let slots = self.lock_slots();
-        if !Self::is_current(&slots, key, generation) {
-            return false;
-        }
-        self.write_status(key, f)
+        });
     }
 
     fn write_status(&self, key: &Key, f: impl FnOnce(&mut FunctionStatus)) -> bool {
@@ -311,36 +278,6 @@ impl Inner {
                 tracing::error!(error = %e, "cannot read function");
                 false
             }
-        }
-    }
-
-    fn build_log(&self, key: &Key, text: &str) {
-        self.logs.append(&key.0, &key.1, LogKind::Build, text);
-    }
-
-    fn run_sink(&self, key: &Key) -> LineSink {
-        let logs = self.logs.clone();
-        let (ns, name) = key.clone();
-        Arc::new(move |line: &str| logs.append(&ns, &name, LogKind::Run, line))
-    }
-
-    /// Marks the function Failed (if current) and stops whatever served it.
-    async fn fail(&self, key: &Key, generation: u64, message: String) {
-        let old = {
-            let mut slots = self.lock_slots();
-            if !Self::is_current(&slots, key, generation) {
-                return;
-            }
-            self.write_status(key, |s| {
-                s.phase = Phase::Failed;
-                s.message = Some(message.clone());
-            });
-            slots.get_mut(key).and_then(|s| s.active.take())
-        };
-        self.build_log(key, &format!("FAILED: {message}"));
-        let _ = std::fs::remove_file(pid_file(&self.opts.data_dir, &key.0, &key.1));
-        if let Some(old) = old {
-            old.stop(self.opts.stop_grace).await;
         }
     }
 
@@ -412,14 +349,6 @@ impl Inner {
         }
     }
 
-    fn write_pid_file(&self, key: &Key, proc: &Proc) {
-        let path = pid_file(&self.opts.data_dir, &key.0, &key.1);
-        if let Some(dir) = path.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        let _ = std::fs::write(&path, format!("{} {}\n", proc.pid, proc.port));
-    }
-
     /// Removes build dirs of other code versions of this function.
     fn prune_builds(&self, key: &Key, keep_sha: &str) {
         let dir = self.opts.data_dir.join("builds").join(&key.0).join(&key.1);
@@ -450,40 +379,18 @@ impl Inner {
         let built = match existing {
             Some(b) => b,
             None => {
-                self.update_status(&key, generation, |s| {
+                self.set_status::<Function>(&key, generation, |s| {
                     s.phase = Phase::Building;
                     s.message = Some(format!(
                         "building code {} for {runtime}",
                         build::short_sha(&sha)
                     ));
                 });
-                self.logs.rotate(&key.0, &key.1, LogKind::Build);
-                self.build_log(
-                    &key,
-                    &format!(
-                        "=== build of {}/{} code {} for {runtime} at {}",
-                        key.0,
-                        key.1,
-                        build::short_sha(&sha),
-                        now_rfc3339()
-                    ),
-                );
-                let env = build::BuildEnv {
-                    data_dir: self.opts.data_dir.clone(),
-                    db: self.db.clone(),
-                    logs: self.logs.clone(),
-                    ns: key.0.clone(),
-                    name: key.1.clone(),
-                    python: self.opts.python.clone(),
-                    npm: self.opts.npm.clone(),
-                    timeout: self.opts.build_timeout,
-                };
-                match build::build(&env, &sha, runtime, &self.store.path(&sha)).await {
+                match self.build_now(&key.0, &key.1, &sha, runtime).await {
                     Ok(b) => b,
                     Err(msg) => {
-                        self.fail(&key, generation, format!("build failed: {msg}"))
-                            .await;
-                        return;
+                        let msg = format!("build failed: {msg}");
+                        return self.fail::<Function>(&key, generation, msg).await;
                     }
                 }
             }
@@ -494,7 +401,7 @@ impl Inner {
             return;
         };
         let launch = self.launch_for(&f, &built);
-        self.build_log(
+        self.build_log::<Function>(
             &key,
             &format!(
                 "starting {} (entrypoint {}) in {}",
@@ -503,127 +410,45 @@ impl Inner {
                 built.src.display()
             ),
         );
-        let proc = match supervisor::start(&launch, &self.db, self.run_sink(&key)).await {
+        let sink = self.run_sink::<Function>(&key);
+        let proc = match supervisor::start(&launch, &self.db, sink.clone()).await {
             Ok(p) => p,
             Err(msg) => {
-                self.fail(
-                    &key,
-                    generation,
-                    format!("entrypoint {:?} failed to start: {msg}", f.spec.entrypoint),
-                )
-                .await;
-                return;
+                let msg = format!("entrypoint {:?} failed to start: {msg}", f.spec.entrypoint);
+                return self.fail::<Function>(&key, generation, msg).await;
             }
         };
-        let old = {
-            let mut slots = self.lock_slots();
-            if !Self::is_current(&slots, &key, generation) {
-                return; // dropping `proc` kills it
+        let image_ref = format!("local/{}/{}:{}", key.0, key.1, build::short_sha(&sha));
+        let Some(old) = self.go_live::<Function>(&key, generation, &proc, |s| {
+            s.phase = Phase::Ready;
+            s.message = None;
+            s.image_ref = Some(image_ref);
+            if built_now || s.last_built_at.is_none() {
+                s.last_built_at = Some(now_rfc3339());
             }
-            let image_ref = format!("local/{}/{}:{}", key.0, key.1, build::short_sha(&sha));
-            self.write_status(&key, |s| {
-                s.phase = Phase::Ready;
-                s.message = None;
-                s.image_ref = Some(image_ref);
-                if built_now || s.last_built_at.is_none() {
-                    s.last_built_at = Some(now_rfc3339());
-                }
-            });
-            slots
-                .get_mut(&key)
-                .and_then(|s| s.active.replace(proc.clone()))
+        }) else {
+            return; // dropping `proc` kills it
         };
-        self.write_pid_file(&key, &proc);
-        self.build_log(
+        self.build_log::<Function>(
             &key,
             &format!("ready: pid {} serving on 127.0.0.1:{}", proc.pid, proc.port),
         );
-        if let Some(old) = old {
-            // Requests that picked the old process just before the switch
-            // still reach it; then it is stopped.
-            tokio::time::sleep(SWITCH_DRAIN).await;
-            old.stop(self.opts.stop_grace).await;
-        }
+        self.retire(old).await;
         self.prune_builds(&key, &sha);
-        self.supervise(key, generation, proc, launch).await;
-    }
-
-    /// Restarts the process with backoff whenever it exits.
-    async fn supervise(&self, key: Key, generation: u64, mut proc: Arc<Proc>, launch: Launch) {
-        let mut backoff = Backoff::default();
-        let sink = self.run_sink(&key);
-        loop {
-            let how = proc.wait_exit().await;
-            let uptime = proc.started.elapsed();
-            {
-                let mut slots = self.lock_slots();
-                if !Self::is_current(&slots, &key, generation) {
-                    return;
-                }
-                match slots.get_mut(&key) {
-                    Some(s) if s.active.as_ref().is_some_and(|a| Arc::ptr_eq(a, &proc)) => {
-                        s.active = None;
-                    }
-                    _ => return,
-                }
-            }
-            let _ = std::fs::remove_file(pid_file(&self.opts.data_dir, &key.0, &key.1));
-            let mut delay = backoff.delay(uptime);
-            let mut restarts = 0;
-            self.update_status(&key, generation, |s| {
-                s.restarts += 1;
-                restarts = s.restarts;
-                s.message = Some(format!(
-                    "the process {how}; restarting in {} ms (restart {restarts})",
-                    delay.as_millis()
-                ));
-            });
-            sink(&format!(
-                "sless: function process {how}; restarting in {} ms",
-                delay.as_millis()
-            ));
-            loop {
-                tokio::time::sleep(delay).await;
+        let (inner, k, launch) = (&*self, &key, &launch);
+        let restart = move || {
+            let sink = sink.clone();
+            async move {
                 // A spec change would have started a newer generation; a
                 // deleted function has no row.
-                if !matches!(self.db.get_function(&key.0, &key.1), Ok(Some(_))) {
-                    return;
+                if !matches!(inner.db.get_function(&k.0, &k.1), Ok(Some(_))) {
+                    return None;
                 }
-                match supervisor::start(&launch, &self.db, sink.clone()).await {
-                    Ok(p) => {
-                        let mut slots = self.lock_slots();
-                        if !Self::is_current(&slots, &key, generation) {
-                            return;
-                        }
-                        if let Some(s) = slots.get_mut(&key) {
-                            s.active = Some(p.clone());
-                        }
-                        self.write_status(&key, |s| {
-                            s.message = Some(format!(
-                                "restarted after the process {how} (restart {restarts})"
-                            ));
-                        });
-                        drop(slots);
-                        self.write_pid_file(&key, &p);
-                        proc = p;
-                        break;
-                    }
-                    Err(msg) => {
-                        delay = backoff.delay(Duration::ZERO);
-                        sink(&format!(
-                            "sless: restart failed: {msg}; retrying in {} ms",
-                            delay.as_millis()
-                        ));
-                        self.update_status(&key, generation, |s| {
-                            s.message = Some(format!(
-                                "restart failed, retrying in {} ms: {msg}",
-                                delay.as_millis()
-                            ));
-                        });
-                    }
-                }
+                Some(supervisor::start(launch, &inner.db, sink).await)
             }
-        }
+        };
+        self.supervise::<Function, _>(&key, generation, proc, restart)
+            .await;
     }
 
     fn not_found(ns: &str, name: &str) -> Error {
@@ -634,6 +459,51 @@ impl Inner {
         self.db
             .get_function(ns, name)?
             .ok_or_else(|| Self::not_found(ns, name))
+    }
+}
+
+impl Served for Function {
+    const NOUN: &'static str = "function";
+    type Status = FunctionStatus;
+
+    fn slots(inner: &Inner) -> &workload::Slots<Slot> {
+        &inner.slots
+    }
+
+    fn id(name: &str) -> String {
+        name.to_string()
+    }
+
+    fn write_status(inner: &Inner, k: &Key, f: impl FnOnce(&mut FunctionStatus)) -> bool {
+        inner.write_status(k, f)
+    }
+
+    fn failed(s: &mut FunctionStatus, message: String) {
+        s.phase = Phase::Failed;
+        s.message = Some(message);
+    }
+
+    fn exited(s: &mut FunctionStatus, how: &str, delay: Duration) -> u32 {
+        s.restarts += 1;
+        s.message = Some(format!(
+            "the process {how}; restarting in {} ms (restart {})",
+            delay.as_millis(),
+            s.restarts
+        ));
+        s.restarts
+    }
+
+    fn restarted(s: &mut FunctionStatus, how: &str, restarts: u32) {
+        s.message = Some(format!(
+            "restarted after the process {how} (restart {restarts})"
+        ));
+    }
+
+    fn retrying(s: &mut FunctionStatus, msg: &str, delay: Duration, _restarts: u32) {
+        s.message = Some(format!(
+            "restart failed, retrying in {} ms: {msg}",
+            delay.as_millis()
+        ));
     }
 }
 
@@ -762,14 +632,7 @@ impl Backend for LocalBackend {
         {
             return Ok(existing);
         }
-        {
-            let store = inner.store.clone();
-            let sha = code.sha256.clone();
-            let zip = code.zip.clone();
-            tokio::task::spawn_blocking(move || store.put(&sha, &zip))
-                .await
-                .map_err(|e| Error::Internal(format!("storing code: {e}")))??;
-        }
+        inner.store_code(&code).await?;
         let (f, old_sha) = {
             let mut slots = inner.lock_slots();
             let mut f = inner.get(namespace, name)?;
@@ -813,27 +676,12 @@ impl Backend for LocalBackend {
 
     async fn invoke_target(&self, namespace: &str, name: &str) -> Result<InvokeTarget> {
         let f = self.inner.get(namespace, name)?;
-        let active = {
-            let slots = self.inner.lock_slots();
-            slots
-                .get(&key(namespace, name))
-                .and_then(|s| s.active.clone())
-                .filter(|p| !p.has_exited())
-        };
-        if let Some(p) = active {
-            return Ok(InvokeTarget {
-                base_url: p.base_url(),
-                timeout: Duration::from_secs(u64::from(f.spec.timeout_sec)),
-            });
-        }
-        let why = f.status.message.clone().unwrap_or_default();
-        Err(Error::NotReady(match f.status.phase {
-            Phase::Pending => format!("function {name:?} has no code yet: upload code first"),
-            Phase::Building => format!("function {name:?} is building: {why}"),
-            Phase::Failed => format!("function {name:?} failed: {why}"),
-            Phase::Deleting => format!("function {name:?} is being deleted"),
-            Phase::Ready => format!("function {name:?} is (re)starting its process: {why}"),
-        }))
+        self.inner.serving_target::<Function>(
+            &key(namespace, name),
+            f.spec.timeout_sec,
+            f.status.phase,
+            f.status.message,
+        )
     }
 
     async fn create_trigger(

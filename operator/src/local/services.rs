@@ -11,34 +11,21 @@
 use super::build::Built;
 use super::db::now_rfc3339;
 use super::objects::not_found;
-use super::supervisor::{self, Backoff, Launch, LineSink, Proc, Readiness};
-use super::workload::{RunSpec, ident};
-use super::{Inner, Key, Plan, SWITCH_DRAIN, key, pid_file};
+use super::supervisor::{self, Launch, Proc, Readiness};
+use super::workload::{RunSpec, Served, Slot, Slots, ident};
+use super::{Inner, Key, Plan, key};
+use crate::Result;
 use crate::backend::{CodeBundle, InvokeTarget};
-use crate::{Error, Result};
 use sless_wire::function::LogKind;
 use sless_wire::{Phase, Service, ServiceSpec, ServiceStatus, UpdateService};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
-
-/// A service's worker and the process that serves it.
-#[derive(Default)]
-pub struct ServiceSlot {
-    generation: u64,
-    worker: Option<tokio::task::JoinHandle<()>>,
-    active: Option<Arc<Proc>>,
-}
 
 /// `svc.<name>`: the service's identity for builds, logs and process records.
 fn svc_id(name: &str) -> String {
     ident("svc", name)
-}
-
-fn current(slots: &HashMap<Key, ServiceSlot>, k: &Key, generation: u64) -> bool {
-    slots.get(k).is_some_and(|s| s.generation == generation)
 }
 
 impl Inner {
@@ -49,87 +36,10 @@ impl Inner {
     }
 
     /// Replaces the service's worker.
-    fn schedule_service(
-        self: &Arc<Self>,
-        slots: &mut HashMap<Key, ServiceSlot>,
-        k: Key,
-        plan: Plan,
-    ) {
-        if self.shutting_down.load(Ordering::SeqCst) {
-            return;
-        }
-        let generation = self.next_generation.fetch_add(1, Ordering::SeqCst) + 1;
-        let slot = slots.entry(k.clone()).or_default();
-        slot.generation = generation;
-        if let Some(w) = slot.worker.take() {
-            w.abort();
-        }
-        let inner = self.clone();
-        slot.worker = Some(tokio::spawn(async move {
+    fn schedule_service(self: &Arc<Self>, slots: &mut HashMap<Key, Slot>, k: Key, plan: Plan) {
+        self.replace_worker(slots, k, move |inner, k, generation| async move {
             inner.service_work(k, generation, plan).await
-        }));
-    }
-
-    /// Writes the status; with `Some(generation)` only while it is current.
-    fn service_status(
-        &self,
-        slots: &HashMap<Key, ServiceSlot>,
-        k: &Key,
-        generation: Option<u64>,
-        f: impl FnOnce(&mut ServiceStatus),
-    ) -> bool {
-        if generation.is_some_and(|g| !current(slots, k, g)) {
-            return false;
-        }
-        match self.db.get_object::<Service>(&k.0, &k.1) {
-            Ok(Some(mut svc)) => {
-                f(&mut svc.status);
-                self.db.save_object(&svc).unwrap_or_else(|e| {
-                    tracing::error!(error = %e, "cannot save service status");
-                    false
-                })
-            }
-            Ok(None) => false,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot read service");
-                false
-            }
-        }
-    }
-
-    fn set_service_status(&self, k: &Key, generation: u64, f: impl FnOnce(&mut ServiceStatus)) {
-        let slots = self.services.lock();
-        self.service_status(&slots, k, Some(generation), f);
-    }
-
-    fn service_sink(&self, k: &Key) -> LineSink {
-        let logs = self.logs.clone();
-        let (ns, id) = (k.0.clone(), svc_id(&k.1));
-        Arc::new(move |line: &str| logs.append(&ns, &id, LogKind::Run, line))
-    }
-
-    /// Marks the service Failed (if current) and stops what served it.
-    async fn fail_service(&self, k: &Key, generation: u64, message: String) {
-        let old = {
-            let mut slots = self.services.lock();
-            if !self.service_status(&slots, k, Some(generation), |s| {
-                s.phase = Phase::Failed;
-                s.message = Some(message.clone());
-            }) {
-                return;
-            }
-            slots.get_mut(k).and_then(|s| s.active.take())
-        };
-        self.logs.append(
-            &k.0,
-            &svc_id(&k.1),
-            LogKind::Build,
-            &format!("FAILED: {message}"),
-        );
-        let _ = std::fs::remove_file(pid_file(&self.opts.data_dir, &k.0, &svc_id(&k.1)));
-        if let Some(old) = old {
-            old.stop(self.opts.stop_grace).await;
-        }
+        });
     }
 
     /// How to start the service from `built` on a fresh loopback port.
@@ -191,7 +101,7 @@ impl Inner {
         };
         let id = svc_id(&k.1);
         if plan == Plan::Build {
-            self.set_service_status(&k, generation, |s| {
+            self.set_status::<Service>(&k, generation, |s| {
                 s.phase = Phase::Building;
                 s.message = Some(format!(
                     "building code {} for {}",
@@ -206,9 +116,8 @@ impl Inner {
         {
             Ok(b) => b,
             Err(msg) => {
-                return self
-                    .fail_service(&k, generation, format!("build failed: {msg}"))
-                    .await;
+                let msg = format!("build failed: {msg}");
+                return self.fail::<Service>(&k, generation, msg).await;
             }
         };
         let Ok(Some(svc)) = self.db.get_object::<Service>(&k.0, &k.1) else {
@@ -217,33 +126,29 @@ impl Inner {
         let proc = match self.start_service(&svc, &built).await {
             Ok(p) => p,
             Err(msg) => {
-                return self
-                    .fail_service(&k, generation, format!("the service did not start: {msg}"))
-                    .await;
+                let msg = format!("the service did not start: {msg}");
+                return self.fail::<Service>(&k, generation, msg).await;
             }
         };
-        let old = {
-            let mut slots = self.services.lock();
-            if !current(&slots, &k, generation) {
-                return; // dropping `proc` kills it
+        let Some(old) = self.go_live::<Service>(&k, generation, &proc, |s| {
+            s.phase = Phase::Ready;
+            s.message = None;
+            if built_now || s.last_built_at.is_none() {
+                s.last_built_at = Some(now_rfc3339());
             }
-            self.service_status(&slots, &k, None, |s| {
-                s.phase = Phase::Ready;
-                s.message = None;
-                if built_now || s.last_built_at.is_none() {
-                    s.last_built_at = Some(now_rfc3339());
-                }
-            });
-            slots
-                .get_mut(&k)
-                .and_then(|s| s.active.replace(proc.clone()))
+        }) else {
+            return; // dropping `proc` kills it
         };
-        self.write_service_pid(&k, &proc);
-        if let Some(old) = old {
-            tokio::time::sleep(SWITCH_DRAIN).await;
-            old.stop(self.opts.stop_grace).await;
-        }
-        self.supervise_service(k, generation, proc, built).await;
+        self.retire(old).await;
+        let (inner, key, built) = (&*self, &k, &built);
+        let restart = move || async move {
+            let Ok(Some(svc)) = inner.db.get_object::<Service>(&key.0, &key.1) else {
+                return None;
+            };
+            Some(inner.start_service(&svc, built).await)
+        };
+        self.supervise::<Service, _>(&k, generation, proc, restart)
+            .await;
     }
 
     async fn start_service(
@@ -252,10 +157,9 @@ impl Inner {
         built: &Built,
     ) -> std::result::Result<Arc<Proc>, String> {
         let launch = self.service_launch(svc, built)?;
-        self.logs.append(
-            &svc.namespace,
-            &svc_id(&svc.name),
-            LogKind::Build,
+        let k = key(&svc.namespace, &svc.name);
+        self.build_log::<Service>(
+            &k,
             &format!(
                 "starting {} {} in {} (PORT={})",
                 launch.program,
@@ -272,92 +176,7 @@ impl Inner {
                 }
             ),
         );
-        let k = key(&svc.namespace, &svc.name);
-        supervisor::start(&launch, &self.db, self.service_sink(&k)).await
-    }
-
-    fn write_service_pid(&self, k: &Key, proc: &Proc) {
-        let path = pid_file(&self.opts.data_dir, &k.0, &svc_id(&k.1));
-        if let Some(dir) = path.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        let _ = std::fs::write(&path, format!("{} {}\n", proc.pid, proc.port));
-    }
-
-    /// Self-healing: whenever the process dies, start it again with backoff
-    /// and count the restart.
-    async fn supervise_service(&self, k: Key, generation: u64, mut proc: Arc<Proc>, built: Built) {
-        let mut backoff = Backoff::default();
-        let sink = self.service_sink(&k);
-        loop {
-            let how = proc.wait_exit().await;
-            let mut delay = backoff.delay(proc.started.elapsed());
-            let mut restarts = 0;
-            {
-                let mut slots = self.services.lock();
-                match slots.get_mut(&k) {
-                    Some(s)
-                        if s.generation == generation
-                            && s.active.as_ref().is_some_and(|a| Arc::ptr_eq(a, &proc)) =>
-                    {
-                        s.active = None;
-                    }
-                    _ => return,
-                }
-                self.service_status(&slots, &k, None, |s| {
-                    s.restarts += 1;
-                    restarts = s.restarts;
-                    s.message = Some(format!(
-                        "the process {how}; restarting (restart {restarts})"
-                    ));
-                });
-            }
-            let _ = std::fs::remove_file(pid_file(&self.opts.data_dir, &k.0, &svc_id(&k.1)));
-            sink(&format!(
-                "sless: service process {how}; restarting in {} ms",
-                delay.as_millis()
-            ));
-            loop {
-                tokio::time::sleep(delay).await;
-                let Ok(Some(svc)) = self.db.get_object::<Service>(&k.0, &k.1) else {
-                    return;
-                };
-                match self.start_service(&svc, &built).await {
-                    Ok(p) => {
-                        let mut slots = self.services.lock();
-                        if !current(&slots, &k, generation) {
-                            return;
-                        }
-                        if let Some(s) = slots.get_mut(&k) {
-                            s.active = Some(p.clone());
-                        }
-                        self.service_status(&slots, &k, None, |s| {
-                            s.phase = Phase::Ready;
-                            s.message = Some(format!(
-                                "restarted after the process {how} (restart {restarts})"
-                            ));
-                        });
-                        drop(slots);
-                        self.write_service_pid(&k, &p);
-                        proc = p;
-                        break;
-                    }
-                    Err(msg) => {
-                        delay = backoff.delay(Duration::ZERO);
-                        sink(&format!(
-                            "sless: restart failed: {msg}; retrying in {} ms",
-                            delay.as_millis()
-                        ));
-                        self.set_service_status(&k, generation, |s| {
-                            s.message = Some(format!(
-                                "restart {restarts} failed, retrying in {} ms: {msg}",
-                                delay.as_millis()
-                            ));
-                        });
-                    }
-                }
-            }
-        }
+        supervisor::start(&launch, &self.db, self.run_sink::<Service>(&k)).await
     }
 
     /// Brings back every service that was Ready (or building) before.
@@ -380,7 +199,7 @@ impl Inner {
 
     /// Stops every service worker and process (shutdown).
     pub(super) async fn stop_services(&self) {
-        let slots: Vec<ServiceSlot> = self.services.lock().drain().map(|(_, s)| s).collect();
+        let slots: Vec<Slot> = self.services.lock().drain().map(|(_, s)| s).collect();
         let mut procs = Vec::new();
         for s in slots {
             if let Some(w) = s.worker {
@@ -558,26 +377,69 @@ impl super::LocalBackend {
     /// See `Backend::service_target`.
     pub(super) fn service_target_of(&self, ns: &str, name: &str) -> Result<InvokeTarget> {
         let svc = self.inner.get_service(ns, name)?;
-        let active = self
-            .inner
-            .services
-            .lock()
-            .get(&key(ns, name))
-            .and_then(|s| s.active.clone())
-            .filter(|p| !p.has_exited());
-        if let Some(p) = active {
-            return Ok(InvokeTarget {
-                base_url: p.base_url(),
-                timeout: Duration::from_secs(u64::from(svc.spec.timeout_sec)),
-            });
+        self.inner.serving_target::<Service>(
+            &key(ns, name),
+            svc.spec.timeout_sec,
+            svc.status.phase,
+            svc.status.message,
+        )
+    }
+}
+
+impl Served for Service {
+    const NOUN: &'static str = "service";
+    type Status = ServiceStatus;
+
+    fn slots(inner: &Inner) -> &Slots<Slot> {
+        &inner.services
+    }
+
+    fn id(name: &str) -> String {
+        svc_id(name)
+    }
+
+    fn write_status(inner: &Inner, k: &Key, f: impl FnOnce(&mut ServiceStatus)) -> bool {
+        match inner.db.get_object::<Service>(&k.0, &k.1) {
+            Ok(Some(mut svc)) => {
+                f(&mut svc.status);
+                inner.db.save_object(&svc).unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "cannot save service status");
+                    false
+                })
+            }
+            Ok(None) => false,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read service");
+                false
+            }
         }
-        let why = svc.status.message.unwrap_or_default();
-        Err(Error::NotReady(match svc.status.phase {
-            Phase::Pending => format!("service {name:?} has no code yet: upload code first"),
-            Phase::Building => format!("service {name:?} is building: {why}"),
-            Phase::Failed => format!("service {name:?} failed: {why}"),
-            Phase::Deleting => format!("service {name:?} is being deleted"),
-            Phase::Ready => format!("service {name:?} is (re)starting its process: {why}"),
-        }))
+    }
+
+    fn failed(s: &mut ServiceStatus, message: String) {
+        s.phase = Phase::Failed;
+        s.message = Some(message);
+    }
+
+    fn exited(s: &mut ServiceStatus, how: &str, _delay: Duration) -> u32 {
+        s.restarts += 1;
+        s.message = Some(format!(
+            "the process {how}; restarting (restart {})",
+            s.restarts
+        ));
+        s.restarts
+    }
+
+    fn restarted(s: &mut ServiceStatus, how: &str, restarts: u32) {
+        s.phase = Phase::Ready;
+        s.message = Some(format!(
+            "restarted after the process {how} (restart {restarts})"
+        ));
+    }
+
+    fn retrying(s: &mut ServiceStatus, msg: &str, delay: Duration, restarts: u32) {
+        s.message = Some(format!(
+            "restart {restarts} failed, retrying in {} ms: {msg}",
+            delay.as_millis()
+        ));
     }
 }

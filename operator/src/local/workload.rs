@@ -1,36 +1,86 @@
-//! What jobs and services share in the local backend: their on-disk identity
-//! (`job.<name>` / `svc.<name>`, which cannot clash with a function name since
-//! a DNS-1123 label has no dot), storing code, building once per code version
-//! (the same unpack and dependency cache as functions), the runtime launch
-//! (the same environment as a function), and removing every trace on delete.
+//! What jobs and services share with functions in the local backend: their
+//! on-disk identity (`job.<name>` / `svc.<name>`, which cannot clash with a
+//! function name since a DNS-1123 label has no dot), storing code, building
+//! once per code version (the same unpack and dependency cache as functions),
+//! the runtime launch (the same environment as a function), and removing
+//! every trace on delete. And what services share with functions (see
+//! [`Served`]): a slot per object whose worker generation decides who may
+//! write status, switching traffic to a new process, failing, and the
+//! restart loop with backoff.
 
 use super::build::{self, Built};
-use super::{Inner, Key};
-use crate::backend::CodeBundle;
+use super::supervisor::{Backoff, LineSink, Proc};
+use super::{Inner, Key, SWITCH_DRAIN, pid_file};
+use crate::backend::{CodeBundle, InvokeTarget};
 use crate::{Error, Result};
 use sless_wire::function::{FunctionSpec, FunctionStatus, LogKind};
 use sless_wire::{Function, Phase, Runtime, paths};
-use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 /// Worker slots of one kind of object, keyed by (namespace, name).
 pub struct Slots<S> {
-    map: Mutex<std::collections::HashMap<Key, S>>,
+    map: Mutex<HashMap<Key, S>>,
 }
 
 impl<S> Default for Slots<S> {
     fn default() -> Self {
         Slots {
-            map: Mutex::new(std::collections::HashMap::new()),
+            map: Mutex::new(HashMap::new()),
         }
     }
 }
 
 impl<S> Slots<S> {
     /// Locks the map (a poisoned lock is recovered: slots stay consistent).
-    pub fn lock(&self) -> MutexGuard<'_, std::collections::HashMap<Key, S>> {
+    pub fn lock(&self) -> MutexGuard<'_, HashMap<Key, S>> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// The slot of a function or service: its worker, that worker's generation
+/// (only the current generation writes status), and the process serving it.
+#[derive(Default)]
+pub struct Slot {
+    /// The generation of the current worker.
+    pub generation: u64,
+    /// The current worker task.
+    pub worker: Option<tokio::task::JoinHandle<()>>,
+    /// The process traffic goes to.
+    pub active: Option<Arc<Proc>>,
+}
+
+/// True while `generation` is the current one of `k`'s slot.
+pub fn is_current(slots: &HashMap<Key, Slot>, k: &Key, generation: u64) -> bool {
+    slots.get(k).is_some_and(|s| s.generation == generation)
+}
+
+/// What the serving code shared by functions and services (the `impl
+/// Inner` items below that take a `S: Served`) needs to know of each kind.
+pub(super) trait Served {
+    /// `function` or `service`, as in log lines and errors.
+    const NOUN: &'static str;
+    /// Its stored status.
+    type Status;
+    /// The slots of this kind.
+    fn slots(inner: &Inner) -> &Slots<Slot>;
+    /// Its on-disk identity (builds, logs, pid file) given its name.
+    fn id(name: &str) -> String;
+    /// Changes the stored status (generation not checked); false when the
+    /// object is gone or the write failed (logged).
+    fn write_status(inner: &Inner, k: &Key, f: impl FnOnce(&mut Self::Status)) -> bool;
+    /// Marks the status Failed with `message`.
+    fn failed(s: &mut Self::Status, message: String);
+    /// After the serving process exited (restart in `delay`): counts the
+    /// restart and says so; returns the new count.
+    fn exited(s: &mut Self::Status, how: &str, delay: Duration) -> u32;
+    /// Once restart number `restarts` serves.
+    fn restarted(s: &mut Self::Status, how: &str, restarts: u32);
+    /// After a failed restart attempt (the next in `delay`).
+    fn retrying(s: &mut Self::Status, msg: &str, delay: Duration, restarts: u32);
 }
 
 /// The on-disk identity of a job or service: `<prefix>.<name>`.
@@ -53,6 +103,216 @@ pub struct RunSpec<'a> {
 }
 
 impl Inner {
+    /// Bumps the generation of `k`'s slot and replaces its worker with
+    /// `work(inner, k, generation)`; nothing once shutting down.
+    pub(super) fn replace_worker<F: Future<Output = ()> + Send + 'static>(
+        self: &Arc<Self>,
+        slots: &mut HashMap<Key, Slot>,
+        k: Key,
+        work: impl FnOnce(Arc<Inner>, Key, u64) -> F,
+    ) {
+        if self.shutting_down.load(Ordering::SeqCst) {
+            return;
+        }
+        let generation = self.next_generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let slot = slots.entry(k.clone()).or_default();
+        slot.generation = generation;
+        if let Some(w) = slot.worker.take() {
+            w.abort();
+        }
+        slot.worker = Some(tokio::spawn(work(self.clone(), k, generation)));
+    }
+
+    /// Changes the status while `generation` is current; false otherwise.
+    pub(super) fn set_status<S: Served>(
+        &self,
+        k: &Key,
+        generation: u64,
+        f: impl FnOnce(&mut S::Status),
+    ) -> bool {
+        let slots = S::slots(self).lock();
+        is_current(&slots, k, generation) && S::write_status(self, k, f)
+    }
+
+    /// Appends to the build log of `k`.
+    pub(super) fn build_log<S: Served>(&self, k: &Key, text: &str) {
+        self.logs.append(&k.0, &S::id(&k.1), LogKind::Build, text);
+    }
+
+    /// Where the output of `k`'s process goes: its run log.
+    pub(super) fn run_sink<S: Served>(&self, k: &Key) -> LineSink {
+        let logs = self.logs.clone();
+        let (ns, id) = (k.0.clone(), S::id(&k.1));
+        Arc::new(move |line: &str| logs.append(&ns, &id, LogKind::Run, line))
+    }
+
+    /// Writes `<data-dir>/run/<ns>/<id>.pid`: "PID PORT" of the serving process.
+    fn write_pid_file<S: Served>(&self, k: &Key, proc: &Proc) {
+        let path = pid_file(&self.opts.data_dir, &k.0, &S::id(&k.1));
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = std::fs::write(&path, format!("{} {}\n", proc.pid, proc.port));
+    }
+
+    fn remove_pid_file<S: Served>(&self, k: &Key) {
+        let _ = std::fs::remove_file(pid_file(&self.opts.data_dir, &k.0, &S::id(&k.1)));
+    }
+
+    /// Marks `k` Failed (while `generation` is current) and stops whatever
+    /// served it.
+    pub(super) async fn fail<S: Served>(&self, k: &Key, generation: u64, message: String) {
+        let old = {
+            let mut slots = S::slots(self).lock();
+            if !is_current(&slots, k, generation) {
+                return;
+            }
+            S::write_status(self, k, |s| S::failed(s, message.clone()));
+            slots.get_mut(k).and_then(|s| s.active.take())
+        };
+        self.build_log::<S>(k, &format!("FAILED: {message}"));
+        self.remove_pid_file::<S>(k);
+        if let Some(old) = old {
+            old.stop(self.opts.stop_grace).await;
+        }
+    }
+
+    /// Sends `k`'s traffic to `proc` with the status `ready` (while
+    /// `generation` is current, else `None`: dropping `proc` kills it) and
+    /// writes the pid file. `Some` of the process it replaced, if any: stop
+    /// it with [`Inner::retire`].
+    pub(super) fn go_live<S: Served>(
+        &self,
+        k: &Key,
+        generation: u64,
+        proc: &Arc<Proc>,
+        ready: impl FnOnce(&mut S::Status),
+    ) -> Option<Option<Arc<Proc>>> {
+        let old = {
+            let mut slots = S::slots(self).lock();
+            if !is_current(&slots, k, generation) {
+                return None;
+            }
+            S::write_status(self, k, ready);
+            slots
+                .get_mut(k)
+                .and_then(|s| s.active.replace(proc.clone()))
+        };
+        self.write_pid_file::<S>(k, proc);
+        Some(old)
+    }
+
+    /// Stops a replaced process once requests that picked it just before
+    /// the switch have had time to reach it.
+    pub(super) async fn retire(&self, old: Option<Arc<Proc>>) {
+        if let Some(old) = old {
+            tokio::time::sleep(SWITCH_DRAIN).await;
+            old.stop(self.opts.stop_grace).await;
+        }
+    }
+
+    /// Restarts `k`'s process with backoff whenever it exits, for as long as
+    /// `generation` is current. `start` starts a new process (`None` when
+    /// the object is gone, which ends the loop).
+    pub(super) async fn supervise<S: Served, F>(
+        &self,
+        k: &Key,
+        generation: u64,
+        mut proc: Arc<Proc>,
+        start: impl Fn() -> F,
+    ) where
+        F: Future<Output = Option<std::result::Result<Arc<Proc>, String>>>,
+    {
+        let mut backoff = Backoff::default();
+        let sink = self.run_sink::<S>(k);
+        loop {
+            let how = proc.wait_exit().await;
+            let mut delay = backoff.delay(proc.started.elapsed());
+            let mut restarts = 0;
+            {
+                let mut slots = S::slots(self).lock();
+                match slots.get_mut(k) {
+                    Some(s)
+                        if s.generation == generation
+                            && s.active.as_ref().is_some_and(|a| Arc::ptr_eq(a, &proc)) =>
+                    {
+                        s.active = None;
+                    }
+                    _ => return,
+                }
+                S::write_status(self, k, |s| restarts = S::exited(s, &how, delay));
+            }
+            self.remove_pid_file::<S>(k);
+            sink(&format!(
+                "sless: {} process {how}; restarting in {} ms",
+                S::NOUN,
+                delay.as_millis()
+            ));
+            loop {
+                tokio::time::sleep(delay).await;
+                let Some(started) = start().await else {
+                    return;
+                };
+                match started {
+                    Ok(p) => {
+                        let mut slots = S::slots(self).lock();
+                        if !is_current(&slots, k, generation) {
+                            return;
+                        }
+                        if let Some(s) = slots.get_mut(k) {
+                            s.active = Some(p.clone());
+                        }
+                        S::write_status(self, k, |s| S::restarted(s, &how, restarts));
+                        drop(slots);
+                        self.write_pid_file::<S>(k, &p);
+                        proc = p;
+                        break;
+                    }
+                    Err(msg) => {
+                        delay = backoff.delay(Duration::ZERO);
+                        sink(&format!(
+                            "sless: restart failed: {msg}; retrying in {} ms",
+                            delay.as_millis()
+                        ));
+                        self.set_status::<S>(k, generation, |s| {
+                            S::retrying(s, &msg, delay, restarts)
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Where `k`'s traffic goes (the process serving it, with `timeout_sec`),
+    /// or why it cannot go anywhere now (its `phase` and status `message`).
+    pub(super) fn serving_target<S: Served>(
+        &self,
+        k: &Key,
+        timeout_sec: u32,
+        phase: Phase,
+        message: Option<String>,
+    ) -> Result<InvokeTarget> {
+        let active = S::slots(self)
+            .lock()
+            .get(k)
+            .and_then(|s| s.active.clone())
+            .filter(|p| !p.has_exited());
+        if let Some(p) = active {
+            return Ok(InvokeTarget {
+                base_url: p.base_url(),
+                timeout: Duration::from_secs(u64::from(timeout_sec)),
+            });
+        }
+        let (noun, name, why) = (S::NOUN, &k.1, message.unwrap_or_default());
+        Err(Error::NotReady(match phase {
+            Phase::Pending => format!("{noun} {name:?} has no code yet: upload code first"),
+            Phase::Building => format!("{noun} {name:?} is building: {why}"),
+            Phase::Failed => format!("{noun} {name:?} failed: {why}"),
+            Phase::Deleting => format!("{noun} {name:?} is being deleted"),
+            Phase::Ready => format!("{noun} {name:?} is (re)starting its process: {why}"),
+        }))
+    }
+
     /// Fails with `NotFound` when the namespace was never ensured.
     pub(super) fn require_namespace(&self, ns: &str) -> Result<()> {
         if self.db.namespace_exists(ns)? {
@@ -100,6 +360,19 @@ impl Inner {
         if !rebuild && let Some(b) = build::load_built(&self.opts.data_dir, ns, id, sha, runtime) {
             return Ok((b, false));
         }
+        let built = self.build_now(ns, id, sha, runtime).await?;
+        self.prune_builds(&(ns.to_string(), id.to_string()), sha);
+        Ok((built, true))
+    }
+
+    /// Builds this code for this runtime, logged to a fresh build log of `id`.
+    pub(super) async fn build_now(
+        &self,
+        ns: &str,
+        id: &str,
+        sha: &str,
+        runtime: Runtime,
+    ) -> std::result::Result<Built, String> {
         self.logs.rotate(ns, id, LogKind::Build);
         self.logs.append(
             ns,
@@ -121,9 +394,7 @@ impl Inner {
             npm: self.opts.npm.clone(),
             timeout: self.opts.build_timeout,
         };
-        let built = build::build(&env, sha, runtime, &self.store.path(sha)).await?;
-        self.prune_builds(&(ns.to_string(), id.to_string()), sha);
-        Ok((built, true))
+        build::build(&env, sha, runtime, &self.store.path(sha)).await
     }
 
     /// The launch of a runtime for `spec` with the environment of a function
