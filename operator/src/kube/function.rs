@@ -14,6 +14,11 @@
 //! (no pod watch) and records their container restarts in `status.restarts`;
 //! a restart makes the pod unready, which changes the Deployment's status,
 //! so the watched Deployment brings the count up to date.
+//!
+//! It also holds what the other controllers use: their shared context
+//! ([`Ctx`]), conditions, Job outcomes, and what functions and services
+//! (both run by a Deployment) share: waiting for code, the rollout of the
+//! Deployment and Service with readiness and restarts, and the cleanup.
 
 use super::build::{self, Progress};
 use super::builders::{self, Workload};
@@ -21,7 +26,7 @@ use super::controller_util::{
     Controlled, Reconciled, delete_all_if_present, delete_if_present, patch_status,
     reconcile_with_finalizer, status_changed,
 };
-use super::crd::{BuildState, Function, FunctionStatus};
+use super::crd::{BuildState, CodeRef, Function, FunctionStatus};
 use super::names::{self, FIELD_MANAGER, OwnerKind};
 use super::{KubeError, KubeOptions};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -242,6 +247,113 @@ pub(crate) fn deployment_ready(d: &Deployment) -> bool {
     })
 }
 
+/// The status fields a kind run by a Deployment (functions and services)
+/// keeps about it.
+pub(crate) struct WorkloadFields<'a> {
+    /// `status.phase`.
+    pub phase: &'a mut Option<String>,
+    /// `status.message`.
+    pub message: &'a mut Option<String>,
+    /// `status.url`.
+    pub url: &'a mut Option<String>,
+    /// `status.restarts`.
+    pub restarts: &'a mut u32,
+    /// `status.conditions`.
+    pub conditions: &'a mut Vec<Condition>,
+}
+
+/// A status with [`WorkloadFields`].
+pub(crate) trait WorkloadStatus {
+    /// Its workload fields.
+    fn workload(&mut self) -> WorkloadFields<'_>;
+}
+
+impl WorkloadStatus for FunctionStatus {
+    fn workload(&mut self) -> WorkloadFields<'_> {
+        WorkloadFields {
+            phase: &mut self.phase,
+            message: &mut self.message,
+            url: &mut self.url,
+            restarts: &mut self.restarts,
+            conditions: &mut self.conditions,
+        }
+    }
+}
+
+/// The code and runtime a function or service is built from. Without them
+/// `st` says why (`Pending`: no code yet; `Failed`: an unknown runtime) and
+/// the reconcile waits for a change.
+pub(crate) fn code_and_runtime<S: WorkloadStatus>(
+    code: Option<&CodeRef>,
+    runtime: &str,
+    st: &mut S,
+) -> Option<(CodeRef, sless_wire::Runtime)> {
+    let f = st.workload();
+    let Some(code) = code else {
+        *f.phase = Some("Pending".into());
+        *f.message = Some("waiting for code".into());
+        return None;
+    };
+    let Ok(parsed) = runtime.parse() else {
+        *f.phase = Some("Failed".into());
+        *f.message = Some(format!("unknown runtime {runtime:?}"));
+        return None;
+    };
+    Some((code.clone(), parsed))
+}
+
+/// Server-side applies `deployment` (built from `w`) and the ClusterIP
+/// Service of the workload `w`, records its URL and its pods' restarts in
+/// `st`, and sets the phase: `Ready` once the Deployment is available, else
+/// `Building` ("starting"). Returns whether it is ready.
+pub(crate) async fn roll_out<S: WorkloadStatus>(
+    ctx: &Ctx,
+    w: &Workload<'_>,
+    deployment: &Deployment,
+    st: &mut S,
+) -> Result<bool, KubeError> {
+    let (kind, ns, name) = (w.kind, w.namespace, w.name);
+    let deploy_ns = names::deploy_namespace(ns);
+    let pp = PatchParams::apply(FIELD_MANAGER).force();
+    let wname = names::workload_name(kind, name);
+    let applied = Api::<Deployment>::namespaced(ctx.client.clone(), &deploy_ns)
+        .patch(&wname, &pp, &Patch::Apply(deployment))
+        .await?;
+    Api::<Service>::namespaced(ctx.client.clone(), &deploy_ns)
+        .patch(
+            &wname,
+            &pp,
+            &Patch::Apply(&builders::workload_service(kind, ns, name)),
+        )
+        .await?;
+    let f = st.workload();
+    *f.url = Some(builders::service_url(kind, ns, name));
+    record_restarts(ctx, &deploy_ns, &wname, f.restarts).await;
+    let ready = deployment_ready(&applied);
+    if ready {
+        *f.phase = Some("Ready".into());
+        *f.message = None;
+        set_condition(
+            f.conditions,
+            "Ready",
+            true,
+            "Available",
+            "the Deployment is available",
+        );
+    } else {
+        *f.phase = Some("Building".into());
+        *f.message = Some("starting".into());
+        set_condition(
+            f.conditions,
+            "Ready",
+            false,
+            "Starting",
+            "waiting for the Deployment",
+        );
+    }
+    Ok(ready)
+}
+
 async fn apply(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
     let ns = f.namespace().ok_or(KubeError::Incomplete("namespace"))?;
     let name = f.name_any();
@@ -249,15 +361,8 @@ async fn apply(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
     let old = f.status.clone().unwrap_or_default();
     let mut st = old.clone();
 
-    let Some(code) = f.spec.code.clone() else {
-        st.phase = Some("Pending".into());
-        st.message = Some("waiting for code".into());
-        patch_status(&api, &name, &old, &st).await?;
-        return Ok(Action::await_change());
-    };
-    let Some(runtime) = f.spec.runtime() else {
-        st.phase = Some("Failed".into());
-        st.message = Some(format!("unknown runtime {:?}", f.spec.runtime));
+    let Some((code, runtime)) = code_and_runtime(f.spec.code.as_ref(), &f.spec.runtime, &mut st)
+    else {
         patch_status(&api, &name, &old, &st).await?;
         return Ok(Action::await_change());
     };
@@ -353,8 +458,19 @@ async fn apply(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
                 )
                 .await;
             }
-            deploy(&f, &ctx, &ns, &name, runtime, &image, &mut st).await?;
-            let ready = st.phase.as_deref() == Some("Ready");
+            let w = Workload {
+                kind: OwnerKind::Function,
+                namespace: &ns,
+                name: &name,
+                runtime,
+                entrypoint: &f.spec.entrypoint,
+                env_vars: &f.spec.env_vars,
+                memory_mb: f.spec.memory_mb,
+                timeout_sec: f.spec.timeout_sec,
+                image: &image,
+            };
+            let deployment = builders::deployment(&ctx.opts, &w);
+            let ready = roll_out(&ctx, &w, &deployment, &mut st).await?;
             if ready && old.phase.as_deref() != Some("Ready") {
                 ctx.event(
                     f.as_ref(),
@@ -372,70 +488,6 @@ async fn apply(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
             }))
         }
     }
-}
-
-async fn deploy(
-    f: &Function,
-    ctx: &Ctx,
-    ns: &str,
-    name: &str,
-    runtime: sless_wire::Runtime,
-    image: &str,
-    st: &mut FunctionStatus,
-) -> Result<(), KubeError> {
-    let deploy_ns = names::deploy_namespace(ns);
-    let w = Workload {
-        kind: OwnerKind::Function,
-        namespace: ns,
-        name,
-        runtime,
-        entrypoint: &f.spec.entrypoint,
-        env_vars: &f.spec.env_vars,
-        memory_mb: f.spec.memory_mb,
-        timeout_sec: f.spec.timeout_sec,
-        image,
-    };
-    let pp = PatchParams::apply(FIELD_MANAGER).force();
-    let wname = names::workload_name(OwnerKind::Function, name);
-    let deps: Api<Deployment> = Api::namespaced(ctx.client.clone(), &deploy_ns);
-    let applied = deps
-        .patch(
-            &wname,
-            &pp,
-            &Patch::Apply(&builders::deployment(&ctx.opts, &w)),
-        )
-        .await?;
-    let svcs: Api<Service> = Api::namespaced(ctx.client.clone(), &deploy_ns);
-    svcs.patch(
-        &wname,
-        &pp,
-        &Patch::Apply(&builders::workload_service(OwnerKind::Function, ns, name)),
-    )
-    .await?;
-    st.url = Some(builders::service_url(OwnerKind::Function, ns, name));
-    record_restarts(ctx, &deploy_ns, &wname, &mut st.restarts).await;
-    if deployment_ready(&applied) {
-        st.phase = Some("Ready".into());
-        st.message = None;
-        set_condition(
-            &mut st.conditions,
-            "Ready",
-            true,
-            "Available",
-            "the Deployment is available",
-        );
-    } else {
-        st.phase = Some("Building".into());
-        st.message = Some("starting".into());
-        set_condition(
-            &mut st.conditions,
-            "Ready",
-            false,
-            "Starting",
-            "waiting for the Deployment",
-        );
-    }
-    Ok(())
 }
 
 /// Deletes every child (build Jobs, Deployment, Service); tolerates children

@@ -12,14 +12,17 @@ use super::KubeError;
 use super::build::{self, Progress};
 use super::builders::{self, Workload};
 use super::controller_util::{Controlled, Reconciled, patch_status, reconcile_with_finalizer};
-use super::crd::SlessService;
-use super::function::{Ctx, cleanup_workload, deployment_ready, record_restarts, set_condition};
-use super::names::{self, FIELD_MANAGER, OwnerKind};
+use super::crd::{SlessService, SlessServiceStatus};
+use super::function::{
+    Ctx, WorkloadFields, WorkloadStatus, cleanup_workload, code_and_runtime, roll_out,
+    set_condition,
+};
+use super::names::OwnerKind;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use std::future::Future;
@@ -32,6 +35,18 @@ pub const FINALIZER: &str = "sless.kube5s.ru/service-cleanup";
 pub const REQUEUE_ACTIVE: Duration = Duration::from_secs(5);
 /// Periodic requeue of Ready services (self-healing).
 pub const REQUEUE_READY: Duration = Duration::from_secs(60);
+
+impl WorkloadStatus for SlessServiceStatus {
+    fn workload(&mut self) -> WorkloadFields<'_> {
+        WorkloadFields {
+            phase: &mut self.phase,
+            message: &mut self.message,
+            url: &mut self.url,
+            restarts: &mut self.restarts,
+            conditions: &mut self.conditions,
+        }
+    }
+}
 
 impl Reconciled for SlessService {
     const CONTROLLER: &'static str = "service";
@@ -57,15 +72,8 @@ async fn apply(s: Arc<SlessService>, ctx: Arc<Ctx>) -> Result<Action, KubeError>
     let api: Api<SlessService> = Api::namespaced(ctx.client.clone(), &ns);
     let old = s.status.clone().unwrap_or_default();
     let mut st = old.clone();
-    let Some(code) = s.spec.code.clone() else {
-        st.phase = Some("Pending".into());
-        st.message = Some("waiting for code".into());
-        patch_status(&api, &name, &old, &st).await?;
-        return Ok(Action::await_change());
-    };
-    let Some(runtime) = s.spec.runtime.parse::<sless_wire::Runtime>().ok() else {
-        st.phase = Some("Failed".into());
-        st.message = Some(format!("unknown runtime {:?}", s.spec.runtime));
+    let Some((code, runtime)) = code_and_runtime(s.spec.code.as_ref(), &s.spec.runtime, &mut st)
+    else {
         patch_status(&api, &name, &old, &st).await?;
         return Ok(Action::await_change());
     };
@@ -114,8 +122,6 @@ async fn apply(s: Arc<SlessService>, ctx: Arc<Ctx>) -> Result<Action, KubeError>
         }
         Progress::Succeeded => {}
     }
-    let deploy_ns = names::deploy_namespace(&ns);
-    let wname = names::workload_name(OwnerKind::Service, &name);
     let script = s.spec.entrypoint.clone().unwrap_or_default();
     let w = Workload {
         kind: OwnerKind::Service,
@@ -128,58 +134,17 @@ async fn apply(s: Arc<SlessService>, ctx: Arc<Ctx>) -> Result<Action, KubeError>
         timeout_sec: s.spec.timeout_sec,
         image: &image,
     };
-    let pp = PatchParams::apply(FIELD_MANAGER).force();
-    let applied = Api::<Deployment>::namespaced(ctx.client.clone(), &deploy_ns)
-        .patch(
-            &wname,
-            &pp,
-            &Patch::Apply(&builders::service_deployment(
-                &ctx.opts,
-                &w,
-                &s.spec.command,
-                &s.spec.health_path,
-            )),
-        )
-        .await?;
-    Api::<Service>::namespaced(ctx.client.clone(), &deploy_ns)
-        .patch(
-            &wname,
-            &pp,
-            &Patch::Apply(&builders::workload_service(OwnerKind::Service, &ns, &name)),
-        )
-        .await?;
-    st.url = Some(builders::service_url(OwnerKind::Service, &ns, &name));
-    record_restarts(&ctx, &deploy_ns, &wname, &mut st.restarts).await;
-    let ready = deployment_ready(&applied);
-    if ready {
-        st.phase = Some("Ready".into());
-        st.message = None;
-        set_condition(
-            &mut st.conditions,
+    let deployment =
+        builders::service_deployment(&ctx.opts, &w, &s.spec.command, &s.spec.health_path);
+    let ready = roll_out(&ctx, &w, &deployment, &mut st).await?;
+    if ready && old.phase.as_deref() != Some("Ready") {
+        ctx.event(
+            s.as_ref(),
+            EventType::Normal,
             "Ready",
-            true,
-            "Available",
-            "the Deployment is available",
-        );
-        if old.phase.as_deref() != Some("Ready") {
-            ctx.event(
-                s.as_ref(),
-                EventType::Normal,
-                "Ready",
-                "the service serves".into(),
-            )
-            .await;
-        }
-    } else {
-        st.phase = Some("Building".into());
-        st.message = Some("starting".into());
-        set_condition(
-            &mut st.conditions,
-            "Ready",
-            false,
-            "Starting",
-            "waiting for the Deployment",
-        );
+            "the service serves".into(),
+        )
+        .await;
     }
     patch_status(&api, &name, &old, &st).await?;
     Ok(Action::requeue(if ready {
