@@ -5,8 +5,8 @@
 //! ([`reconcile_with_finalizer`]); status writes only when something but a
 //! condition timestamp changed ([`patch_status`]); running a controller that
 //! also watches the kind's children by owner label ([`Controlled`]); and
-//! deleting children that may already be gone ([`delete_if_present`],
-//! [`delete_all_if_present`]).
+//! deleting children that may already be gone (`delete_if_present`,
+//! `delete_all_if_present`).
 
 use super::KubeError;
 use super::crd::{FunctionJobStatus, FunctionStatus, SlessServiceStatus, TriggerStatus};
