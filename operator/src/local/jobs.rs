@@ -9,7 +9,6 @@
 //! process handle, which kills the process group of a running pip/npm or run.
 
 use super::db::now_rfc3339;
-use super::objects::not_found;
 use super::supervisor;
 use super::workload::{RunSpec, ident};
 use super::{Inner, Key, key};
@@ -33,17 +32,11 @@ pub struct JobSlot {
 }
 
 /// `job.<name>`: the job's identity for builds, logs and process records.
-fn job_id(name: &str) -> String {
+pub(super) fn job_id(name: &str) -> String {
     ident("job", name)
 }
 
 impl Inner {
-    fn get_job(&self, ns: &str, name: &str) -> Result<Job> {
-        self.db
-            .get_object::<Job>(ns, name)?
-            .ok_or_else(|| not_found::<Job>(ns, name))
-    }
-
     /// Replaces the job's worker with one for the job's current generation.
     fn schedule_job(self: &Arc<Self>, slots: &mut std::collections::HashMap<Key, JobSlot>, k: Key) {
         if self.shutting_down.load(std::sync::atomic::Ordering::SeqCst) {
@@ -60,20 +53,12 @@ impl Inner {
     /// Writes the job's status while `generation` is still its generation.
     fn job_status(&self, k: &Key, generation: u64, f: impl FnOnce(&mut JobStatus)) -> bool {
         let _slots = self.jobs.lock();
-        match self.db.get_object::<Job>(&k.0, &k.1) {
-            Ok(Some(mut job)) if job.generation == generation => {
+        self.db.modify_object::<Job>(&k.0, &k.1, |job| {
+            job.generation == generation && {
                 f(&mut job.status);
-                self.db.save_object(&job).unwrap_or_else(|e| {
-                    tracing::error!(error = %e, "cannot save job status");
-                    false
-                })
+                true
             }
-            Ok(_) => false,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot read job");
-                false
-            }
-        }
+        })
     }
 
     fn fail_job(&self, k: &Key, generation: u64, error: String) {
@@ -290,49 +275,44 @@ impl Inner {
     }
 }
 
+/// A job as created now: generation 1, Pending until code arrives.
+pub(super) fn new_job(ns: &str, name: &str, spec: JobSpec) -> Job {
+    let now = now_rfc3339();
+    Job {
+        namespace: ns.to_string(),
+        name: name.to_string(),
+        generation: 1,
+        spec,
+        status: JobStatus {
+            phase: JobPhase::Pending,
+            message: None,
+            error: None,
+            started_at: None,
+            completed_at: None,
+            code_sha256: None,
+            source_hash: None,
+            observed_generation: 0,
+        },
+        created_at: now.clone(),
+        updated_at: now,
+    }
+}
+
 /// The job operations of the local backend (called by its `Backend` impl).
 impl super::LocalBackend {
     /// See `Backend::create_job`.
     pub(super) fn job_create(&self, ns: &str, name: &str, spec: JobSpec) -> Result<Job> {
         self.inner.require_namespace(ns)?;
-        let now = now_rfc3339();
-        let job = Job {
-            namespace: ns.to_string(),
-            name: name.to_string(),
-            generation: 1,
-            spec,
-            status: JobStatus {
-                phase: JobPhase::Pending,
-                message: None,
-                error: None,
-                started_at: None,
-                completed_at: None,
-                code_sha256: None,
-                source_hash: None,
-                observed_generation: 0,
-            },
-            created_at: now.clone(),
-            updated_at: now,
-        };
+        let job = new_job(ns, name, spec);
         self.inner.db.insert_object(&job)?;
         Ok(job)
-    }
-
-    /// See `Backend::get_job`.
-    pub(super) fn job_get(&self, ns: &str, name: &str) -> Result<Job> {
-        self.inner.get_job(ns, name)
-    }
-
-    /// See `Backend::list_jobs`.
-    pub(super) fn job_list(&self, ns: &str) -> Result<Vec<Job>> {
-        self.inner.db.list_objects(Some(ns))
     }
 
     /// See `Backend::update_job`: a change bumps the generation and reruns.
     pub(super) fn job_update(&self, ns: &str, name: &str, update: UpdateJob) -> Result<Job> {
         let inner = &self.inner;
         let mut slots = inner.jobs.lock();
-        let mut job = inner.get_job(ns, name)?;
+        let mut job = inner.db.object::<Job>(ns, name)?;
         let next = update.apply_to(&job.spec)?;
         if next == job.spec {
             return Ok(job);
@@ -350,14 +330,14 @@ impl super::LocalBackend {
     /// See `Backend::upload_job_code`: new code bumps the generation and runs.
     pub(super) async fn job_upload(&self, ns: &str, name: &str, code: CodeBundle) -> Result<Job> {
         let inner = &self.inner;
-        let existing = inner.get_job(ns, name)?;
+        let existing = inner.db.object::<Job>(ns, name)?;
         if existing.status.code_sha256.as_deref() == Some(code.sha256.as_str()) {
             return Ok(existing);
         }
         inner.store_code(&code).await?;
         let (job, old) = {
             let mut slots = inner.jobs.lock();
-            let mut job = inner.get_job(ns, name)?;
+            let mut job = inner.db.object::<Job>(ns, name)?;
             if job.status.code_sha256.as_deref() == Some(code.sha256.as_str()) {
                 return Ok(job);
             }
@@ -378,7 +358,7 @@ impl super::LocalBackend {
         let inner = &self.inner;
         let (slot, sha) = {
             let mut slots = inner.jobs.lock();
-            let job = inner.get_job(ns, name)?;
+            let job = inner.db.object::<Job>(ns, name)?;
             inner.db.delete_object::<Job>(ns, name)?;
             (slots.remove(&key(ns, name)), job.status.code_sha256)
         };
@@ -402,17 +382,5 @@ impl super::LocalBackend {
         inner.remove_traces(ns, &job_id(name));
         inner.release_code(sha.as_deref());
         Ok(())
-    }
-
-    /// See `Backend::read_job_logs`.
-    pub(super) async fn job_logs(
-        &self,
-        ns: &str,
-        name: &str,
-        kind: LogKind,
-        tail: Option<usize>,
-    ) -> Result<String> {
-        self.inner.get_job(ns, name)?;
-        self.inner.read_log(ns, &job_id(name), kind, tail).await
     }
 }

@@ -32,7 +32,7 @@ use logs::Logs;
 use sless_wire::function::{FunctionSpec, FunctionStatus, LogKind, NamespaceInfo};
 use sless_wire::runtime::Language;
 use sless_wire::trigger::{Trigger, TriggerSpec, UpdateTrigger};
-use sless_wire::{Function, Phase, UpdateFunction, paths};
+use sless_wire::{Function, Phase, Runtime, UpdateFunction, paths};
 use sless_wire::{Job, JobSpec, Service, ServiceSpec, UpdateJob, UpdateService};
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -98,6 +98,30 @@ enum Plan {
     Build,
     /// Start from the existing build (building when it is missing).
     Restart,
+}
+
+impl Plan {
+    /// What an accepted spec change of a function or service means: nothing
+    /// without code; a rebuild when the runtime changed (`new_runtime`); a
+    /// new process from the same build when `restart`; else nothing. When
+    /// anything is to happen, the status says Building and why.
+    fn for_update(
+        code: Option<&str>,
+        new_runtime: Option<Runtime>,
+        restart: bool,
+        phase: &mut Phase,
+        message: &mut Option<String>,
+    ) -> Option<Plan> {
+        code?;
+        let (plan, why) = match new_runtime {
+            Some(runtime) => (Plan::Build, format!("rebuilding for runtime {runtime}")),
+            None if restart => (Plan::Restart, "restarting with the updated spec".into()),
+            None => return None,
+        };
+        *phase = Phase::Building;
+        *message = Some(why);
+        Some(plan)
+    }
 }
 
 struct Inner {
@@ -573,22 +597,12 @@ impl Backend for LocalBackend {
         if next == f.spec {
             return Ok(f);
         }
-        let runtime_changed = next.runtime != f.spec.runtime;
+        let new_runtime = (next.runtime != f.spec.runtime).then_some(next.runtime);
         f.spec = next;
         f.updated_at = now_rfc3339();
-        let plan = match (&f.status.code_sha256, runtime_changed) {
-            (None, _) => None,
-            (Some(_), true) => Some(Plan::Build),
-            (Some(_), false) => Some(Plan::Restart),
-        };
-        if plan.is_some() {
-            f.status.phase = Phase::Building;
-            f.status.message = Some(if runtime_changed {
-                format!("rebuilding for runtime {}", f.spec.runtime)
-            } else {
-                "restarting with the updated spec".to_string()
-            });
-        }
+        let s = &mut f.status;
+        let code = s.code_sha256.as_deref();
+        let plan = Plan::for_update(code, new_runtime, true, &mut s.phase, &mut s.message);
         inner.db.save_function(&f)?;
         if let Some(plan) = plan {
             inner.schedule_locked(&mut slots, key(namespace, name), plan);
@@ -612,10 +626,7 @@ impl Backend for LocalBackend {
                 p.stop(inner.opts.stop_grace).await;
             }
         }
-        let data_dir = &inner.opts.data_dir;
-        let _ = std::fs::remove_file(pid_file(data_dir, namespace, name));
-        let _ = std::fs::remove_dir_all(data_dir.join("builds").join(namespace).join(name));
-        inner.logs.remove(namespace, name);
+        inner.remove_traces(namespace, name);
         if let Some(sha) = sha
             && !inner.db.code_in_use(&sha)?
         {
@@ -667,11 +678,7 @@ impl Backend for LocalBackend {
         tail: Option<usize>,
     ) -> Result<String> {
         self.inner.get(namespace, name)?;
-        let logs = self.inner.logs.clone();
-        let (ns, n) = (namespace.to_string(), name.to_string());
-        tokio::task::spawn_blocking(move || logs.read(&ns, &n, kind, tail))
-            .await
-            .map_err(|e| Error::Internal(format!("reading logs: {e}")))
+        self.inner.read_log(namespace, name, kind, tail).await
     }
 
     async fn invoke_target(&self, namespace: &str, name: &str) -> Result<InvokeTarget> {
@@ -730,11 +737,11 @@ impl Backend for LocalBackend {
     }
 
     async fn get_job(&self, namespace: &str, name: &str) -> Result<Job> {
-        self.job_get(namespace, name)
+        self.inner.db.object(namespace, name)
     }
 
     async fn list_jobs(&self, namespace: &str) -> Result<Vec<Job>> {
-        self.job_list(namespace)
+        self.inner.db.list_objects(Some(namespace))
     }
 
     async fn update_job(&self, namespace: &str, name: &str, update: UpdateJob) -> Result<Job> {
@@ -756,7 +763,9 @@ impl Backend for LocalBackend {
         kind: LogKind,
         tail: Option<usize>,
     ) -> Result<String> {
-        self.job_logs(namespace, name, kind, tail).await
+        self.inner.db.object::<Job>(namespace, name)?;
+        let id = jobs::job_id(name);
+        self.inner.read_log(namespace, &id, kind, tail).await
     }
 
     async fn create_service(&self, ns: &str, name: &str, spec: ServiceSpec) -> Result<Service> {
@@ -764,11 +773,11 @@ impl Backend for LocalBackend {
     }
 
     async fn get_service(&self, namespace: &str, name: &str) -> Result<Service> {
-        self.service_get(namespace, name)
+        self.inner.db.object(namespace, name)
     }
 
     async fn list_services(&self, namespace: &str) -> Result<Vec<Service>> {
-        self.service_list(namespace)
+        self.inner.db.list_objects(Some(namespace))
     }
 
     async fn update_service(&self, ns: &str, name: &str, update: UpdateService) -> Result<Service> {
@@ -790,7 +799,9 @@ impl Backend for LocalBackend {
         kind: LogKind,
         tail: Option<usize>,
     ) -> Result<String> {
-        self.service_logs(namespace, name, kind, tail).await
+        self.inner.db.object::<Service>(namespace, name)?;
+        let id = services::svc_id(name);
+        self.inner.read_log(namespace, &id, kind, tail).await
     }
 
     async fn service_target(&self, namespace: &str, name: &str) -> Result<InvokeTarget> {
@@ -819,5 +830,30 @@ impl Backend for LocalBackend {
         // Another backend may now open this data dir.
         inner.lock.lock().unwrap_or_else(|p| p.into_inner()).take();
         tracing::info!(stopped = procs.len(), "local backend stopped");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(code: bool, new_runtime: bool, restart: bool) -> (Option<Plan>, Phase, Option<String>) {
+        let (mut phase, mut message) = (Phase::Ready, None);
+        let code = code.then_some("abc");
+        let rt = new_runtime.then_some(Runtime::Python311);
+        let p = Plan::for_update(code, rt, restart, &mut phase, &mut message);
+        (p, phase, message)
+    }
+
+    #[test]
+    fn an_update_rebuilds_for_a_new_runtime_restarts_or_does_nothing() {
+        assert_eq!(plan(false, true, true), (None, Phase::Ready, None));
+        let (p, phase, message) = plan(true, true, false);
+        assert_eq!((p, phase), (Some(Plan::Build), Phase::Building));
+        assert!(message.unwrap().starts_with("rebuilding for runtime "));
+        let (p, phase, message) = plan(true, false, true);
+        assert_eq!((p, phase), (Some(Plan::Restart), Phase::Building));
+        assert_eq!(message.unwrap(), "restarting with the updated spec");
+        assert_eq!(plan(true, false, false), (None, Phase::Ready, None));
     }
 }

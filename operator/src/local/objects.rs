@@ -20,25 +20,23 @@ pub trait Stored: Serialize + DeserializeOwned {
     fn name(&self) -> &str;
 }
 
-impl Stored for Job {
-    const KIND: &'static str = "job";
-    fn namespace(&self) -> &str {
-        &self.namespace
-    }
-    fn name(&self) -> &str {
-        &self.name
-    }
+/// `impl Stored` for a wire type with `namespace` and `name` fields.
+macro_rules! stored {
+    ($ty:ident as $kind:literal) => {
+        impl Stored for $ty {
+            const KIND: &'static str = $kind;
+            fn namespace(&self) -> &str {
+                &self.namespace
+            }
+            fn name(&self) -> &str {
+                &self.name
+            }
+        }
+    };
 }
 
-impl Stored for Service {
-    const KIND: &'static str = "service";
-    fn namespace(&self) -> &str {
-        &self.namespace
-    }
-    fn name(&self) -> &str {
-        &self.name
-    }
-}
+stored!(Job as "job");
+stored!(Service as "service");
 
 fn encode<T: Stored>(o: &T) -> Result<String> {
     serde_json::to_string(o).map_err(|e| Error::Internal(format!("encoding a {}: {e}", T::KIND)))
@@ -80,6 +78,36 @@ impl Db {
             )
             .optional()?;
         doc.as_deref().map(decode).transpose()
+    }
+
+    /// Reads one object; `NotFound` when missing.
+    pub fn object<T: Stored>(&self, ns: &str, name: &str) -> Result<T> {
+        self.get_object(ns, name)?
+            .ok_or_else(|| not_found::<T>(ns, name))
+    }
+
+    /// Changes a stored object in one read-modify-write, unless `f` returns
+    /// false. False when nothing was written: the object is gone, `f` said
+    /// no, or the database failed (logged).
+    pub fn modify_object<T: Stored>(
+        &self,
+        ns: &str,
+        name: &str,
+        f: impl FnOnce(&mut T) -> bool,
+    ) -> bool {
+        let mut o = match self.get_object::<T>(ns, name) {
+            Ok(Some(o)) => o,
+            Ok(None) => return false,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read {}", T::KIND);
+                return false;
+            }
+        };
+        f(&mut o)
+            && self.save_object(&o).unwrap_or_else(|e| {
+                tracing::error!(error = %e, "cannot save {} status", T::KIND);
+                false
+            })
     }
 
     /// Objects of one namespace (or of all, with `None`), sorted by name.
@@ -126,5 +154,56 @@ impl Db {
             )
             .optional()?
             .is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sless_wire::job::JobSpec;
+
+    fn job(ns: &str, name: &str) -> Job {
+        let spec = JobSpec {
+            runtime: sless_wire::Runtime::Python311,
+            entrypoint: "main.handler".into(),
+            env_vars: Default::default(),
+            input: "{}".into(),
+            run_id: 0,
+            memory_mb: 128,
+            timeout_sec: 30,
+        };
+        super::super::jobs::new_job(ns, name, spec)
+    }
+
+    #[test]
+    fn objects_are_found_modified_only_when_asked_and_missing_is_not_found() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = Db::open(&tmp.path().join("state.db")).unwrap();
+        db.ensure_namespace("sless-1").unwrap();
+        db.insert_object(&job("sless-1", "j")).unwrap();
+        assert!(matches!(
+            db.insert_object(&job("sless-1", "j")),
+            Err(Error::AlreadyExists { kind: "job", .. })
+        ));
+        assert!(db.modify_object::<Job>("sless-1", "j", |j| {
+            j.status.code_sha256 = Some("abc".into());
+            true
+        }));
+        assert!(!db.modify_object::<Job>("sless-1", "j", |j| {
+            j.generation = 9;
+            false
+        }));
+        let back = db.object::<Job>("sless-1", "j").unwrap();
+        assert_eq!(
+            (back.generation, back.status.code_sha256.as_deref()),
+            (1, Some("abc"))
+        );
+        assert!(db.object_code_in_use("abc").unwrap());
+        assert!(!db.modify_object::<Job>("sless-1", "gone", |_| true));
+        assert!(matches!(
+            db.object::<Job>("sless-1", "gone"),
+            Err(Error::NotFound { kind: "job", .. })
+        ));
+        assert!(db.get_object::<Service>("sless-1", "j").unwrap().is_none());
     }
 }

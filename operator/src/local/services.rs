@@ -10,13 +10,11 @@
 
 use super::build::Built;
 use super::db::now_rfc3339;
-use super::objects::not_found;
 use super::supervisor::{self, Launch, Proc, Readiness};
 use super::workload::{RunSpec, Served, Slot, Slots, ident};
 use super::{Inner, Key, Plan, key};
 use crate::Result;
 use crate::backend::{CodeBundle, InvokeTarget};
-use sless_wire::function::LogKind;
 use sless_wire::{Phase, Service, ServiceSpec, ServiceStatus, UpdateService};
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -24,17 +22,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// `svc.<name>`: the service's identity for builds, logs and process records.
-fn svc_id(name: &str) -> String {
+pub(super) fn svc_id(name: &str) -> String {
     ident("svc", name)
 }
 
 impl Inner {
-    fn get_service(&self, ns: &str, name: &str) -> Result<Service> {
-        self.db
-            .get_object::<Service>(ns, name)?
-            .ok_or_else(|| not_found::<Service>(ns, name))
-    }
-
     /// Replaces the service's worker.
     fn schedule_service(self: &Arc<Self>, slots: &mut HashMap<Key, Slot>, k: Key, plan: Plan) {
         self.replace_worker(slots, k, move |inner, k, generation| async move {
@@ -244,16 +236,6 @@ impl super::LocalBackend {
         Ok(svc)
     }
 
-    /// See `Backend::get_service`.
-    pub(super) fn service_get(&self, ns: &str, name: &str) -> Result<Service> {
-        self.inner.get_service(ns, name)
-    }
-
-    /// See `Backend::list_services`.
-    pub(super) fn service_list(&self, ns: &str) -> Result<Vec<Service>> {
-        self.inner.db.list_objects(Some(ns))
-    }
-
     /// See `Backend::update_service`: a runtime change rebuilds; other
     /// changes (except a timeout-only change, which the proxy applies at
     /// once) start a new process from the same build.
@@ -265,31 +247,27 @@ impl super::LocalBackend {
     ) -> Result<Service> {
         let inner = &self.inner;
         let mut slots = inner.services.lock();
-        let mut svc = inner.get_service(ns, name)?;
+        let mut svc = inner.db.object::<Service>(ns, name)?;
         let next = update.apply_to(&svc.spec)?;
         if next == svc.spec {
             return Ok(svc);
         }
-        let runtime_changed = next.runtime != svc.spec.runtime;
+        let new_runtime = (next.runtime != svc.spec.runtime).then_some(next.runtime);
         let timeout_only = ServiceSpec {
             timeout_sec: svc.spec.timeout_sec,
             ..next.clone()
         } == svc.spec;
         svc.spec = next;
         svc.updated_at = now_rfc3339();
-        let plan = match (&svc.status.code_sha256, runtime_changed, timeout_only) {
-            (None, _, _) | (Some(_), false, true) => None,
-            (Some(_), true, _) => Some(Plan::Build),
-            (Some(_), false, false) => Some(Plan::Restart),
-        };
-        if plan.is_some() {
-            svc.status.phase = Phase::Building;
-            svc.status.message = Some(if runtime_changed {
-                format!("rebuilding for runtime {}", svc.spec.runtime)
-            } else {
-                "restarting with the updated spec".to_string()
-            });
-        }
+        let s = &mut svc.status;
+        let code = s.code_sha256.as_deref();
+        let plan = Plan::for_update(
+            code,
+            new_runtime,
+            !timeout_only,
+            &mut s.phase,
+            &mut s.message,
+        );
         inner.db.save_object(&svc)?;
         if let Some(plan) = plan {
             inner.schedule_service(&mut slots, key(ns, name), plan);
@@ -309,14 +287,14 @@ impl super::LocalBackend {
             s.status.code_sha256.as_deref() == Some(code.sha256.as_str())
                 && matches!(s.status.phase, Phase::Ready | Phase::Building)
         };
-        let existing = inner.get_service(ns, name)?;
+        let existing = inner.db.object::<Service>(ns, name)?;
         if unchanged(&existing) {
             return Ok(existing);
         }
         inner.store_code(&code).await?;
         let (svc, old) = {
             let mut slots = inner.services.lock();
-            let mut svc = inner.get_service(ns, name)?;
+            let mut svc = inner.db.object::<Service>(ns, name)?;
             if unchanged(&svc) {
                 return Ok(svc);
             }
@@ -344,7 +322,7 @@ impl super::LocalBackend {
         let inner = &self.inner;
         let (slot, sha) = {
             let mut slots = inner.services.lock();
-            let svc = inner.get_service(ns, name)?;
+            let svc = inner.db.object::<Service>(ns, name)?;
             inner.db.delete_object::<Service>(ns, name)?;
             (slots.remove(&key(ns, name)), svc.status.code_sha256)
         };
@@ -362,21 +340,9 @@ impl super::LocalBackend {
         Ok(())
     }
 
-    /// See `Backend::read_service_logs`.
-    pub(super) async fn service_logs(
-        &self,
-        ns: &str,
-        name: &str,
-        kind: LogKind,
-        tail: Option<usize>,
-    ) -> Result<String> {
-        self.inner.get_service(ns, name)?;
-        self.inner.read_log(ns, &svc_id(name), kind, tail).await
-    }
-
     /// See `Backend::service_target`.
     pub(super) fn service_target_of(&self, ns: &str, name: &str) -> Result<InvokeTarget> {
-        let svc = self.inner.get_service(ns, name)?;
+        let svc = self.inner.db.object::<Service>(ns, name)?;
         self.inner.serving_target::<Service>(
             &key(ns, name),
             svc.spec.timeout_sec,
@@ -399,20 +365,10 @@ impl Served for Service {
     }
 
     fn write_status(inner: &Inner, k: &Key, f: impl FnOnce(&mut ServiceStatus)) -> bool {
-        match inner.db.get_object::<Service>(&k.0, &k.1) {
-            Ok(Some(mut svc)) => {
-                f(&mut svc.status);
-                inner.db.save_object(&svc).unwrap_or_else(|e| {
-                    tracing::error!(error = %e, "cannot save service status");
-                    false
-                })
-            }
-            Ok(None) => false,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot read service");
-                false
-            }
-        }
+        inner.db.modify_object::<Service>(&k.0, &k.1, |svc| {
+            f(&mut svc.status);
+            true
+        })
     }
 
     fn failed(s: &mut ServiceStatus, message: String) {
