@@ -285,13 +285,27 @@ async function serve() {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  // Sandboxed, the operator connects over a unix socket (SLESS_SOCKET).
+  const socketPath = process.env.SLESS_SOCKET || '';
+  const where = socketPath || `${host}:${port}`;
   server.on('error', (err) => {
-    process.stderr.write(`sless: cannot listen on ${host}:${port}: ${err.message}\n`);
+    process.stderr.write(`sless: cannot listen on ${where}: ${err.message}\n`);
     process.exit(1);
   });
-  server.listen(port, host, () => {
-    process.stdout.write(`SLESS_READY port=${server.address().port}\n`);
-  });
+  if (socketPath) {
+    try {
+      fs.unlinkSync(socketPath);
+    } catch (_) {
+      // not there: fine
+    }
+    server.listen(socketPath, () => {
+      process.stdout.write(`SLESS_READY socket=${socketPath}\n`);
+    });
+  } else {
+    server.listen(port, host, () => {
+      process.stdout.write(`SLESS_READY port=${server.address().port}\n`);
+    });
+  }
 }
 
 async function runOnce(inputFile, outputFile) {

@@ -14,6 +14,7 @@ import inspect
 import json
 import os
 import signal
+import socketserver
 import sys
 import threading
 import traceback
@@ -293,19 +294,48 @@ class Server(ThreadingHTTPServer):
     request_queue_size = 256
 
 
+class UnixHandler(Handler):
+    # TCP_NODELAY does not apply to a unix socket.
+    disable_nagle_algorithm = False
+
+    def address_string(self):
+        return "unix"
+
+
+class UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """The sandboxed form: the operator connects over SLESS_SOCKET."""
+
+    daemon_threads = True
+    request_queue_size = 256
+
+    def get_request(self):
+        conn, _ = super().get_request()
+        return conn, ("unix", 0)
+
+
 def serve():
     invoker = Invoker(load_handler())
     Handler.invoker = invoker
-    host = os.environ.get("SLESS_HOST", "127.0.0.1")
-    port = int(os.environ.get("SLESS_PORT", "0") or 0)
-    server = Server((host, port), Handler)
+    sock_path = os.environ.get("SLESS_SOCKET", "")
+    if sock_path:
+        try:
+            os.unlink(sock_path)
+        except FileNotFoundError:
+            pass
+        server = UnixServer(sock_path, UnixHandler)
+        ready = "SLESS_READY socket=%s\n" % sock_path
+    else:
+        host = os.environ.get("SLESS_HOST", "127.0.0.1")
+        port = int(os.environ.get("SLESS_PORT", "0") or 0)
+        server = Server((host, port), Handler)
+        ready = "SLESS_READY port=%d\n" % server.server_address[1]
 
     def on_term(signum, frame):
         threading.Thread(target=server.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
-    sys.stdout.write("SLESS_READY port=%d\n" % server.server_address[1])
+    sys.stdout.write(ready)
     sys.stdout.flush()
     try:
         server.serve_forever(poll_interval=0.2)

@@ -12,10 +12,13 @@ use sless_wire::{Job, JobSpec, Service, ServiceSpec, UpdateJob, UpdateService};
 use std::time::Duration;
 
 /// Where the invoke proxy sends a request for a function.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct InvokeTarget {
     /// Base URL of the function's HTTP server, e.g. `http://127.0.0.1:40123`.
     pub base_url: String,
+    /// The client to reach it with when the shared one cannot (a process
+    /// behind a unix socket: the client is bound to that socket).
+    pub client: Option<reqwest::Client>,
     /// The function's `timeout_sec`: the proxy answers 504 past it.
     pub timeout: Duration,
 }
@@ -245,6 +248,12 @@ pub trait Backend: Send + Sync + 'static {
     /// (appended to the API's on `/metrics`); empty when it has none.
     fn metrics_text(&self) -> String {
         String::new()
+    }
+
+    /// Warnings an operator must see on `/healthz` (e.g. user code running
+    /// unsandboxed); empty when all is as it should be.
+    fn health_warnings(&self) -> Vec<String> {
+        Vec::new()
     }
 
     /// Stops everything the backend runs (function processes, builds) cleanly.

@@ -29,6 +29,24 @@ pub enum Command {
     Openapi,
     /// Prints the CustomResourceDefinitions of the Kubernetes backend as YAML.
     Crds,
+    /// Internal: runs inside a service's sandbox, forwarding the sandbox's
+    /// unix socket to the service's port (started by the local backend).
+    #[command(hide = true)]
+    SandboxBridge(BridgeArgs),
+}
+
+/// Options of the internal `sandbox-bridge` command.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BridgeArgs {
+    /// The unix socket to listen on.
+    #[arg(long)]
+    pub socket: PathBuf,
+    /// The port of `127.0.0.1` to forward connections to.
+    #[arg(long)]
+    pub port: u16,
+    /// The user's command and its arguments.
+    #[arg(last = true, required = true)]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 /// The backend the operator drives.
@@ -82,6 +100,55 @@ pub struct ServeArgs {
     /// Options of `--backend kube`.
     #[command(flatten)]
     pub kube: Box<crate::kube::args::KubeArgs>,
+
+    /// Options of the local backend's sandbox.
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+}
+
+/// How the local backend isolates user code (docs/local-backend.md).
+#[derive(Debug, Clone, clap::Args)]
+pub struct SandboxArgs {
+    /// `strict`: every user process (function, job, service, dependency
+    /// install) in a bubblewrap sandbox under its namespace's own uid with
+    /// cgroup limits; refuses to start when the machine cannot do that.
+    /// `none`: user code runs as the operator's user (trusted code only).
+    #[arg(long, env = "SLESS_ISOLATION", value_enum, default_value_t = crate::local::sandbox::Isolation::Strict)]
+    pub isolation: crate::local::sandbox::Isolation,
+
+    /// Size of each sandbox's private /tmp (also HOME), MiB.
+    #[arg(long, env = "SLESS_SANDBOX_TMP_MB", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub sandbox_tmp_mb: u32,
+
+    /// Most processes and threads one function, job or service may have at once.
+    #[arg(long, env = "SLESS_SANDBOX_PIDS_MAX", default_value_t = 256, value_parser = clap::value_parser!(u32).range(8..=65536))]
+    pub sandbox_pids_max: u32,
+
+    /// CPU quota of one function, job or service, in cores (e.g. 0.5, 1, 2).
+    #[arg(long, env = "SLESS_SANDBOX_CPUS", default_value_t = 1.0, value_parser = parse_cpus)]
+    pub sandbox_cpus: f64,
+}
+
+impl SandboxArgs {
+    /// The sandbox tunables these flags set.
+    pub fn settings(&self) -> crate::local::sandbox::Settings {
+        crate::local::sandbox::Settings {
+            tmp_mb: self.sandbox_tmp_mb,
+            pids_max: self.sandbox_pids_max,
+            cpu_millis: (self.sandbox_cpus * 1000.0).round() as u32,
+            ..Default::default()
+        }
+    }
+}
+
+fn parse_cpus(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("invalid number of cores {s:?}"))?;
+    if !(0.01..=256.0).contains(&v) {
+        return Err("the CPU quota must be between 0.01 and 256 cores".to_string());
+    }
+    Ok(v)
 }
 
 /// Token verification options of `serve`.
@@ -148,6 +215,41 @@ mod tests {
         assert_eq!(args.backend, BackendKind::Local);
         assert_eq!(args.log_format, LogFormat::Text);
         assert!(!args.auth.allow_local_tokens);
+        assert_eq!(
+            args.sandbox.isolation,
+            crate::local::sandbox::Isolation::Strict
+        );
+        assert_eq!(args.sandbox.settings().cpu_millis, 1000);
+    }
+
+    #[test]
+    fn isolation_and_sandbox_limits_parse() {
+        let cli = Cli::try_parse_from([
+            "sless-operator",
+            "serve",
+            "--isolation",
+            "none",
+            "--sandbox-cpus",
+            "0.5",
+        ])
+        .unwrap();
+        let Command::Serve(args) = cli.command else {
+            panic!("not serve")
+        };
+        assert_eq!(
+            args.sandbox.isolation,
+            crate::local::sandbox::Isolation::None
+        );
+        assert_eq!(args.sandbox.settings().cpu_millis, 500);
+        for bad in [
+            ["--isolation", "loose"],
+            ["--sandbox-cpus", "0"],
+            ["--sandbox-pids-max", "1"],
+        ] {
+            let mut argv = vec!["sless-operator", "serve"];
+            argv.extend(bad);
+            assert!(Cli::try_parse_from(argv).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

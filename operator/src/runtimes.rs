@@ -37,6 +37,7 @@ impl RuntimePaths {
 
 /// Writes both servers to `<data_dir>/runtimes/` (tmp file + rename each).
 pub fn install(data_dir: &Path) -> std::io::Result<RuntimePaths> {
+    use std::os::unix::fs::PermissionsExt;
     let dir = data_dir.join(RUNTIMES_DIR);
     std::fs::create_dir_all(&dir)?;
     let python = dir.join("server.py");
@@ -44,8 +45,11 @@ pub fn install(data_dir: &Path) -> std::io::Result<RuntimePaths> {
     for (path, text) in [(&python, SERVER_PY), (&node, SERVER_JS)] {
         let tmp = path.with_extension("tmp");
         std::fs::write(&tmp, text)?;
+        // Readable by sandboxed user processes whatever the umask.
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644))?;
         std::fs::rename(&tmp, path)?;
     }
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
     Ok(RuntimePaths { dir, python, node })
 }
 

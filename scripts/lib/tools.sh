@@ -45,6 +45,13 @@ ensure_node() {
   command -v npm >/dev/null 2>&1 || apt_install npm
 }
 
+ensure_sandbox() {
+  # The local backend's strict isolation (the default) runs user code under
+  # bubblewrap and drops to an unprivileged uid with setpriv (util-linux).
+  command -v bwrap >/dev/null 2>&1 || apt_install bubblewrap
+  command -v setpriv >/dev/null 2>&1 || apt_install util-linux
+}
+
 ensure_build_tools() {
   # rusqlite bundles SQLite (C) and needs a C compiler; curl for the quick start.
   command -v cc >/dev/null 2>&1 || apt_install gcc libc6-dev
@@ -92,6 +99,7 @@ ensure_all() {
   ensure_protoc
   ensure_python
   ensure_node
+  ensure_sandbox
   ensure_terraform
   say "using $("$TERRAFORM" version 2>/dev/null | head -n1) at $TERRAFORM"
 }

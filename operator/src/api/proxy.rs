@@ -292,6 +292,7 @@ async fn exchange(
     let (headers, _) = upstream_headers(req.headers, req.client_addr);
     let empty = axum::body::HttpBody::size_hint(&req.body).exact() == Some(0);
     let over_limit = Arc::new(AtomicBool::new(false));
+    let client = target.client.as_ref().unwrap_or(client);
     let mut builder = client
         .request(req.method.clone(), &url)
         .headers(headers)
@@ -565,6 +566,7 @@ mod tests {
             })
         };
         let target = InvokeTarget {
+            client: None,
             base_url: format!("http://{addr}"),
             timeout: std::time::Duration::from_secs(5),
         };
@@ -609,6 +611,7 @@ mod tests {
         // The operator's own error answers are recorded at once, with the id.
         server.abort();
         let refused = InvokeTarget {
+            client: None,
             base_url: format!("http://127.0.0.1:{}", {
                 let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
                 l.local_addr().unwrap().port()
@@ -659,6 +662,7 @@ mod tests {
             l.local_addr().unwrap().port()
         };
         let target = InvokeTarget {
+            client: None,
             base_url: format!("http://127.0.0.1:{port}"),
             timeout: std::time::Duration::from_secs(2),
         };
@@ -685,6 +689,7 @@ mod tests {
             }
         });
         let target = InvokeTarget {
+            client: None,
             base_url: format!("http://{addr}"),
             timeout: std::time::Duration::from_millis(300),
         };

@@ -4,7 +4,7 @@ use super::error::ApiFailure;
 use super::{AppState, code, functions, invoke, logs, namespaces, openapi, public, triggers};
 use super::{funcs, invocations, jobs, metrics, public_services, services};
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::Response;
@@ -109,8 +109,14 @@ pub fn router(state: AppState) -> Router {
     tag = "meta",
     responses((status = 200, description = "The operator is up", body = String, content_type = "text/plain"))
 )]
-pub async fn healthz() -> &'static str {
-    "ok"
+pub async fn healthz(State(state): State<AppState>) -> String {
+    let mut body = String::from("ok\n");
+    for w in state.backend.health_warnings() {
+        body.push_str("WARNING: ");
+        body.push_str(&w);
+        body.push('\n');
+    }
+    body
 }
 
 async fn not_found(uri: Uri) -> ApiFailure {

@@ -98,7 +98,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     if !crate::invocations::install(invocations.clone()) {
         tracing::warn!("an invocation log was already installed in this process; keeping it");
     }
-    let backend = start_backend(&data_dir, kube_options).await?;
+    let backend = start_backend(&data_dir, kube_options, &args.sandbox).await?;
     let public_url = args
         .public_url
         .clone()
@@ -172,11 +172,15 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
 async fn start_backend(
     data_dir: &Path,
     kube: Option<crate::kube::KubeOptions>,
+    sandbox: &crate::config::SandboxArgs,
 ) -> Result<Arc<dyn Backend>, ServeError> {
     if let Some(opts) = kube {
         return Ok(Arc::new(crate::kube::KubeBackend::connect(opts).await?));
     }
-    let backend = LocalBackend::start(LocalOptions::new(data_dir)).await?;
+    let mut opts = LocalOptions::new(data_dir);
+    opts.isolation = sandbox.isolation;
+    opts.sandbox = sandbox.settings();
+    let backend = LocalBackend::start(opts).await?;
     Ok(Arc::new(backend))
 }
 

@@ -508,6 +508,7 @@ fn ready_target(
 ) -> Result<InvokeTarget> {
     match phase {
         Phase::Ready => Ok(InvokeTarget {
+            client: None,
             base_url: builders::service_url(owner, ns, name),
             timeout: Duration::from_secs(u64::from(timeout_sec)),
         }),

@@ -53,6 +53,21 @@ pub struct BuildEnv {
     pub npm: String,
     /// Longest a dependency install may take.
     pub timeout: Duration,
+    /// The sandbox installs run in (`--isolation strict`) and the
+    /// namespace's uid, or `None`.
+    pub sandbox: Option<(Arc<super::sandbox::Sandbox>, u32)>,
+}
+
+/// One dependency install command.
+struct InstallCommand {
+    program: String,
+    args: Vec<std::ffi::OsString>,
+    cwd: PathBuf,
+    /// Read-only in the sandbox (the unpacked code).
+    readable: Vec<PathBuf>,
+    /// Writable in the sandbox (the cache dir being filled; given to the
+    /// namespace's uid).
+    writable: Vec<PathBuf>,
 }
 
 impl BuildEnv {
@@ -135,6 +150,11 @@ pub async fn build(
             }
         }
     }
+    if let Some((_, uid)) = &env.sandbox {
+        // The namespace's uid can read its code whatever the zip's modes and
+        // the umask; the sandbox binds it read-only.
+        super::sandbox::chown_tree(&src, *uid)?;
+    }
     let python_deps = match runtime.language() {
         Language::Python => python_deps(env, &src, sha256, runtime).await?,
         Language::Node => {
@@ -215,7 +235,9 @@ async fn python_deps(
     }
     let local = requirements_reference_files(&text);
     let key = deps_key(runtime, &[text.as_bytes()], local.then_some(sha256));
-    let cache = env.data_dir.join("deps").join("python");
+    // Per namespace: an install runs user-chosen code, which must never
+    // reach another namespace's functions through a shared cache.
+    let cache = env.data_dir.join("deps").join("python").join(&env.ns);
     let target = cache.join(&key);
     if target.is_dir() {
         env.log(&format!("using cached dependencies {}", target.display()));
@@ -226,18 +248,26 @@ async fn python_deps(
     let tmp = cache.join(format!(".tmp-{key}-{}", unique_suffix()));
     // A cancelled build (delete, newer code) leaves no half-installed dir.
     let _cleanup = RemoveOnDrop(tmp.clone());
-    let mut cmd = Command::new(&env.python);
-    cmd.args([
+    std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+    let mut args: Vec<std::ffi::OsString> = [
         "-m",
         "pip",
         "install",
         "--disable-pip-version-check",
         "--no-input",
         "--target",
-    ])
-    .arg(&tmp)
-    .args(["-r", "requirements.txt"])
-    .current_dir(src);
+    ]
+    .map(Into::into)
+    .to_vec();
+    args.push(tmp.clone().into());
+    args.extend(["-r".into(), "requirements.txt".into()]);
+    let cmd = InstallCommand {
+        program: env.python.clone(),
+        args,
+        cwd: src.to_path_buf(),
+        readable: vec![src.to_path_buf()],
+        writable: vec![tmp.clone()],
+    };
     let shown = format!(
         "{} -m pip install --disable-pip-version-check --no-input --target {} -r requirements.txt",
         env.python,
@@ -355,7 +385,7 @@ async fn node_deps(
         manifests.push(l);
     }
     let key = deps_key(runtime, &manifests, (!refs.is_empty()).then_some(sha256));
-    let cache = env.data_dir.join("deps").join("node");
+    let cache = env.data_dir.join("deps").join("node").join(&env.ns);
     let target = cache.join(&key);
     if target.join("node_modules").is_dir() {
         env.log(&format!("using cached dependencies {}", target.display()));
@@ -393,15 +423,21 @@ async fn node_deps(
             env.log(&e);
             return Err(e);
         }
-        let mut cmd = Command::new(&env.npm);
-        cmd.args([
-            "install",
-            "--omit=dev",
-            "--no-audit",
-            "--no-fund",
-            "--no-update-notifier",
-        ])
-        .current_dir(&tmp);
+        let cmd = InstallCommand {
+            program: env.npm.clone(),
+            args: [
+                "install",
+                "--omit=dev",
+                "--no-audit",
+                "--no-fund",
+                "--no-update-notifier",
+            ]
+            .map(Into::into)
+            .to_vec(),
+            cwd: tmp.clone(),
+            readable: Vec::new(),
+            writable: vec![tmp.clone()],
+        };
         let shown = format!(
             "(cd {} && {} install --omit=dev --no-audit --no-fund --no-update-notifier)",
             tmp.display(),
@@ -511,9 +547,47 @@ pub async fn pump_lines<R: AsyncRead + Unpin>(r: R, mut on_line: impl FnMut(&str
 
 /// Runs a build command in its own process group with its output in the
 /// build log. Dropping the future kills the group.
-async fn run_logged(env: &BuildEnv, mut cmd: Command, shown: &str) -> Result<(), String> {
+async fn run_logged(env: &BuildEnv, install: InstallCommand, shown: &str) -> Result<(), String> {
     env.log(&format!("$ {shown}"));
-    isolate(&mut cmd);
+    // Kept until the command is done: its cgroup (killed and removed on drop).
+    let mut _sandboxed = None;
+    let mut cmd = match &env.sandbox {
+        None => {
+            let mut cmd = Command::new(&install.program);
+            cmd.args(&install.args).current_dir(&install.cwd);
+            isolate(&mut cmd);
+            cmd
+        }
+        Some((sb, uid)) => {
+            for w in &install.writable {
+                super::sandbox::chown_tree(w, *uid)?;
+            }
+            let mut plan = super::sandbox::Plan {
+                uid: *uid,
+                ro: install.readable.clone(),
+                rw: install.writable.clone(),
+                network: super::sandbox::Network::Host,
+                socket_dir: None,
+                bridge_port: None,
+                cwd: install.cwd.clone(),
+                limits: super::cgroup::Limits {
+                    memory_mb: sb.settings.build_memory_mb,
+                    pids_max: sb.settings.pids_max.max(512),
+                    cpu_millis: sb.settings.cpu_millis,
+                },
+                tmp_mb: sb.settings.build_tmp_mb,
+            };
+            let prepared = sb.prepare(&mut plan, false)?;
+            let mut cmd = Command::new(sb.bwrap());
+            cmd.args(sb.argv(&plan, &sb.program(&install.program), &install.args))
+                .current_dir("/")
+                .env_clear()
+                .envs(install_env(sb));
+            super::process::isolate_sandboxed(&mut cmd, prepared.joiner.clone());
+            _sandboxed = Some(prepared);
+            cmd
+        }
+    };
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -550,6 +624,28 @@ async fn run_logged(env: &BuildEnv, mut cmd: Command, shown: &str) -> Result<(),
         Ok(Ok(status)) if status.success() => Ok(()),
         Ok(Ok(status)) => Err(format!("it exited with {status}")),
     }
+}
+
+/// The environment of a sandboxed install: the sandbox's `PATH`, its
+/// private `/tmp` as `HOME`, and the operator's package-manager and proxy
+/// settings (`PIP_*`, `npm_config_*`, `*_proxy`) — nothing else of the
+/// operator's environment.
+fn install_env(sb: &super::sandbox::Sandbox) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("PATH".to_string(), sb.path_env().to_string()),
+        ("HOME".to_string(), "/tmp".to_string()),
+    ];
+    for (k, v) in std::env::vars() {
+        let lower = k.to_ascii_lowercase();
+        if k == "LANG"
+            || k.starts_with("PIP_")
+            || lower.starts_with("npm_config_")
+            || matches!(lower.as_str(), "http_proxy" | "https_proxy" | "no_proxy")
+        {
+            env.push((k, v));
+        }
+    }
+    env
 }
 
 #[cfg(test)]

@@ -30,6 +30,10 @@ CREATE TABLE IF NOT EXISTS namespaces (
     name TEXT PRIMARY KEY,
     created_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS sandbox_uids (
+    namespace TEXT PRIMARY KEY,
+    idx INTEGER NOT NULL UNIQUE
+);
 CREATE TABLE IF NOT EXISTS functions (
     namespace TEXT NOT NULL REFERENCES namespaces(name),
     name TEXT NOT NULL,
@@ -233,6 +237,23 @@ impl Db {
             params![ns, now_rfc3339()],
         )?;
         Ok(n == 1)
+    }
+
+    /// The sandbox index of a namespace (0, 1, 2, … in the order namespaces
+    /// first ran code; never reused), allocated on first use.
+    pub fn sandbox_index(&self, ns: &str) -> Result<u32> {
+        let conn = self.conn();
+        conn.execute(
+            "INSERT OR IGNORE INTO sandbox_uids (namespace, idx) \
+             SELECT ?1, COALESCE(MAX(idx) + 1, 0) FROM sandbox_uids",
+            [ns],
+        )?;
+        let idx: i64 = conn.query_row(
+            "SELECT idx FROM sandbox_uids WHERE namespace = ?1",
+            [ns],
+            |r| r.get(0),
+        )?;
+        Ok(u32::try_from(idx).unwrap_or(u32::MAX))
     }
 
     /// True when the namespace exists.

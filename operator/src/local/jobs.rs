@@ -148,7 +148,15 @@ impl Inner {
                 timeout_sec: spec.timeout_sec,
             },
             built,
-        );
+        )?;
+        if let Some(sl) = &mut launch.sandbox {
+            // A job does not serve; it reads its input and writes its
+            // answer in its own run dir.
+            sl.serves = false;
+            sl.plan.rw.push(dir.clone());
+            super::sandbox::chown_tree(&dir, sl.plan.uid)?;
+            launch.env.retain(|(k, _)| k != "SLESS_SOCKET");
+        }
         launch.args.extend([
             OsString::from("--once"),
             input.into_os_string(),

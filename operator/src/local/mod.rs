@@ -11,13 +11,16 @@
 //! overwrite a newer state; aborting a worker kills its pip/npm or
 //! not-yet-ready process (their process groups are killed on drop).
 
+pub mod bridge;
 pub mod build;
+pub mod cgroup;
 pub mod cron;
 pub mod db;
 pub mod jobs;
 pub mod logs;
 pub mod objects;
 pub mod process;
+pub mod sandbox;
 pub mod services;
 pub mod store;
 pub mod supervisor;
@@ -64,6 +67,11 @@ pub struct LocalOptions {
     pub log_max_bytes: u64,
     /// How long a stopping process gets between SIGTERM and SIGKILL (5 s).
     pub stop_grace: Duration,
+    /// How user processes are isolated. `None` here for embedders and
+    /// in-process tests; `sless-operator serve` defaults to `Strict`.
+    pub isolation: sandbox::Isolation,
+    /// Limits of the strict sandbox.
+    pub sandbox: sandbox::Settings,
 }
 
 impl LocalOptions {
@@ -78,9 +86,14 @@ impl LocalOptions {
             build_timeout: Duration::from_secs(600),
             log_max_bytes: 1024 * 1024,
             stop_grace: Duration::from_secs(5),
+            isolation: sandbox::Isolation::None,
+            sandbox: sandbox::Settings::default(),
         }
     }
 }
+
+/// Logged at start and shown on `/healthz` under `--isolation none`.
+pub const ISOLATION_NONE_WARNING: &str = "isolation none: user code runs unsandboxed as the operator's user and can read its key and every namespace's code; use --isolation strict for anything but trusted code";
 
 /// How long a replaced process keeps serving after traffic switched away.
 const SWITCH_DRAIN: Duration = Duration::from_secs(1);
@@ -142,6 +155,8 @@ struct Inner {
     jobs: workload::Slots<jobs::JobSlot>,
     /// Services' workers and processes (see `services`).
     services: workload::Slots<Slot>,
+    /// The sandbox of every user process (`--isolation strict`), or `None`.
+    sandbox: Option<Arc<sandbox::Sandbox>>,
 }
 
 /// The local backend.
@@ -182,6 +197,26 @@ impl LocalBackend {
         let runtimes =
             runtimes::install(&data_dir).map_err(Error::io("installing the runtime servers"))?;
         let db = Arc::new(Db::open(&data_dir.join("state.db"))?);
+        let sandbox = match opts.isolation {
+            sandbox::Isolation::Strict => {
+                let interpreters = sandbox::Interpreters {
+                    python: opts.python.clone(),
+                    node: opts.node.clone(),
+                    npm: opts.npm.clone(),
+                };
+                let sb = sandbox::Sandbox::probe(&data_dir, &interpreters, opts.sandbox)
+                    .map_err(|e| Error::Unsupported(format!("--isolation strict: {e}")))?;
+                tracing::info!(
+                    bwrap = %sb.bwrap().display(),
+                    "isolation strict: every user process runs in a bubblewrap sandbox under its namespace's uid, with cgroup limits"
+                );
+                Some(Arc::new(sb))
+            }
+            sandbox::Isolation::None => {
+                tracing::warn!("{}", ISOLATION_NONE_WARNING);
+                None
+            }
+        };
 
         // Reclaim processes a crashed operator left behind.
         let pgids = db.recorded_processes()?;
@@ -196,7 +231,12 @@ impl LocalBackend {
         db.clear_processes()?;
         let _ = std::fs::remove_dir_all(data_dir.join("run"));
         for lang in ["python", "node"] {
-            remove_tmp_dirs(&data_dir.join("deps").join(lang));
+            // deps/<lang>/<ns>/.tmp-*
+            if let Ok(namespaces) = std::fs::read_dir(data_dir.join("deps").join(lang)) {
+                for ns in namespaces.flatten() {
+                    remove_tmp_dirs(&ns.path());
+                }
+            }
         }
 
         let trigger_state = triggers::Triggers::open(db.clone(), &data_dir, opts.log_max_bytes)?;
@@ -213,6 +253,7 @@ impl LocalBackend {
             triggers: trigger_state,
             jobs: Default::default(),
             services: Default::default(),
+            sandbox,
         });
         let mut restored = 0;
         for f in inner.db.all_functions()? {
@@ -305,12 +346,24 @@ impl Inner {
         }
     }
 
-    fn launch_for(&self, f: &Function, built: &build::Built) -> Launch {
+    fn launch_for(
+        &self,
+        f: &Function,
+        built: &build::Built,
+    ) -> std::result::Result<Launch, String> {
         let spec: &FunctionSpec = &f.spec;
-        let mut env: Vec<(String, String)> = ["PATH", "HOME", "LANG"]
-            .iter()
-            .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
-            .collect();
+        let mut env: Vec<(String, String)> = match &self.sandbox {
+            // Inside: the sandbox's PATH and its private /tmp as HOME.
+            Some(sb) => vec![
+                ("PATH".to_string(), sb.path_env().to_string()),
+                ("HOME".to_string(), "/tmp".to_string()),
+            ],
+            None => ["PATH", "HOME"]
+                .iter()
+                .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+                .collect(),
+        };
+        env.extend(std::env::var("LANG").ok().map(|v| ("LANG".to_string(), v)));
         for (k, v) in &spec.env_vars {
             if k == "PYTHONPATH" && built.python_deps.is_some() {
                 continue;
@@ -338,6 +391,12 @@ impl Inner {
             ),
             ("SLESS_MEMORY_MB".to_string(), spec.memory_mb.to_string()),
         ]);
+        if self.sandbox.is_some() {
+            env.push((
+                "SLESS_SOCKET".to_string(),
+                sandbox::SOCKET_INSIDE.to_string(),
+            ));
+        }
         let language = spec.runtime.language();
         let server: OsString = self
             .runtimes
@@ -359,7 +418,11 @@ impl Inner {
                 )
             }
         };
-        Launch {
+        let sandbox = match &self.sandbox {
+            Some(sb) => Some(self.sandbox_launch(sb, &f.namespace, spec.memory_mb, built)?),
+            None => None,
+        };
+        Ok(Launch {
             program,
             args,
             cwd: built.src.clone(),
@@ -370,7 +433,53 @@ impl Inner {
             timeout: Duration::from_secs(u64::from(spec.timeout_sec)),
             ns: f.namespace.clone(),
             name: f.name.clone(),
+            sandbox,
+        })
+    }
+
+    /// The sandbox of a process of namespace `ns` running `built`: its own
+    /// code, its dependencies and the runtime servers read-only, its own
+    /// network namespace, serving on the sandbox's socket.
+    fn sandbox_launch(
+        &self,
+        sb: &Arc<sandbox::Sandbox>,
+        ns: &str,
+        memory_mb: u32,
+        built: &build::Built,
+    ) -> std::result::Result<supervisor::SandboxLaunch, String> {
+        let mut ro = vec![built.src.clone(), self.runtimes.dir.clone()];
+        ro.extend(built.python_deps.clone());
+        // The node_modules link points into the dependency cache.
+        if let Ok(target) = std::fs::read_link(built.src.join("node_modules")) {
+            ro.push(target);
         }
+        Ok(supervisor::SandboxLaunch {
+            sandbox: sb.clone(),
+            plan: sandbox::Plan {
+                uid: self.sandbox_uid(ns)?,
+                ro,
+                rw: Vec::new(),
+                network: sandbox::Network::Isolated,
+                socket_dir: None,
+                bridge_port: None,
+                cwd: built.src.clone(),
+                limits: cgroup::Limits {
+                    memory_mb,
+                    pids_max: sb.settings.pids_max,
+                    cpu_millis: sb.settings.cpu_millis,
+                },
+                tmp_mb: sb.settings.tmp_mb,
+            },
+            serves: true,
+        })
+    }
+
+    /// The uid (and gid) user processes of namespace `ns` run as.
+    pub(super) fn sandbox_uid(&self, ns: &str) -> std::result::Result<u32, String> {
+        self.db
+            .sandbox_index(ns)
+            .map(sandbox::uid_for_index)
+            .map_err(|e| format!("cannot allocate the sandbox uid of namespace {ns}: {e}"))
     }
 
     /// Removes build dirs of other code versions of this function.
@@ -424,7 +533,10 @@ impl Inner {
         let Ok(Some(f)) = self.db.get_function(&key.0, &key.1) else {
             return;
         };
-        let launch = self.launch_for(&f, &built);
+        let launch = match self.launch_for(&f, &built) {
+            Ok(l) => l,
+            Err(msg) => return self.fail::<Function>(&key, generation, msg).await,
+        };
         self.build_log::<Function>(
             &key,
             &format!(
@@ -455,7 +567,7 @@ impl Inner {
         };
         self.build_log::<Function>(
             &key,
-            &format!("ready: pid {} serving on 127.0.0.1:{}", proc.pid, proc.port),
+            &format!("ready: pid {} serving on {}", proc.pid, proc.endpoint()),
         );
         self.retire(old).await;
         self.prune_builds(&key, &sha);
@@ -806,6 +918,14 @@ impl Backend for LocalBackend {
 
     async fn service_target(&self, namespace: &str, name: &str) -> Result<InvokeTarget> {
         self.service_target_of(namespace, name)
+    }
+
+    fn health_warnings(&self) -> Vec<String> {
+        if self.inner.sandbox.is_some() {
+            Vec::new()
+        } else {
+            vec![ISOLATION_NONE_WARNING.to_string()]
+        }
     }
 
     async fn shutdown(&self) {

@@ -28,6 +28,30 @@ pub fn isolate(cmd: &mut Command) {
     }
 }
 
+/// Prepares `cmd` (bwrap) to start a sandbox: a new session (so no
+/// controlling terminal is reachable from inside, and the session is its own
+/// process group), `PR_SET_PDEATHSIG`, and its cgroups joined before exec, so
+/// nothing of the user's ever runs outside them.
+pub fn isolate_sandboxed(cmd: &mut Command, joiner: super::cgroup::Joiner) {
+    cmd.kill_on_drop(true);
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: only async-signal-safe libc calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            joiner.join_self()
+        });
+    }
+}
+
 /// Sends `signal` to every process of group `pgid` (a no-op for pgid <= 1).
 pub fn signal_group(pgid: u32, signal: i32) {
     if pgid > 1 {

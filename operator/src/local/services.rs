@@ -53,8 +53,17 @@ impl Inner {
                 timeout_sec: spec.timeout_sec,
             },
             built,
-        );
-        let port = supervisor::free_port()?;
+        )?;
+        // Sandboxed, it has a network namespace of its own: any port is
+        // free there, and the bridge in front of it is the way in.
+        let port = match &mut launch.sandbox {
+            Some(sl) => {
+                sl.plan.bridge_port = Some(super::sandbox::SERVICE_PORT_INSIDE);
+                super::sandbox::SERVICE_PORT_INSIDE
+            }
+            None => supervisor::free_port()?,
+        };
+        launch.env.retain(|(k, _)| k != "SLESS_SOCKET");
         launch
             .env
             .retain(|(k, _)| !matches!(k.as_str(), "SLESS_PORT" | "SLESS_HOST" | "PORT" | "HOST"));

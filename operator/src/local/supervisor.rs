@@ -5,7 +5,8 @@
 
 use super::build::pump_lines;
 use super::db::Db;
-use super::process::{GroupGuard, isolate, rss_kib, signal_group};
+use super::process::{GroupGuard, isolate, isolate_sandboxed, rss_kib, signal_group};
+use super::sandbox::{self, Plan, Prepared, Sandbox};
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -38,6 +39,19 @@ pub struct Launch {
     pub name: String,
     /// How readiness is detected.
     pub ready: Readiness,
+    /// The sandbox it runs in (`--isolation strict`), or `None`.
+    pub sandbox: Option<SandboxLaunch>,
+}
+
+/// A launch inside the strict sandbox.
+#[derive(Debug, Clone)]
+pub struct SandboxLaunch {
+    /// The machine's sandbox facts.
+    pub sandbox: Arc<Sandbox>,
+    /// What this process may see and use.
+    pub plan: Plan,
+    /// True when it serves HTTP on the sandbox's unix socket.
+    pub serves: bool,
 }
 
 /// Where a process's output lines go (the function's run log).
@@ -70,7 +84,11 @@ pub struct Proc {
     /// When it became ready.
     pub started: Instant,
     exited: watch::Receiver<Option<String>>,
+    /// Bound to the process's unix socket (sandboxed servers).
+    client: Option<reqwest::Client>,
+    /// Its sandbox's cgroup and socket dir (dropped after the guard).
     _guard: GroupGuard,
+    sandboxed: Option<Arc<Prepared>>,
 }
 
 impl std::fmt::Debug for Proc {
@@ -83,9 +101,28 @@ impl std::fmt::Debug for Proc {
 }
 
 impl Proc {
-    /// `http://127.0.0.1:<port>`
+    /// `http://127.0.0.1:<port>`, or `http://localhost` for a process
+    /// behind a unix socket (reached with [`Proc::client`]).
     pub fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        if self.client.is_some() {
+            "http://localhost".to_string()
+        } else {
+            format!("http://127.0.0.1:{}", self.port)
+        }
+    }
+
+    /// The HTTP client bound to the process's unix socket, if it has one.
+    pub fn client(&self) -> Option<reqwest::Client> {
+        self.client.clone()
+    }
+
+    /// Where it serves, for log lines.
+    pub fn endpoint(&self) -> String {
+        if self.client.is_some() {
+            "its sandbox's unix socket".to_string()
+        } else {
+            format!("127.0.0.1:{}", self.port)
+        }
     }
 
     /// Waits until the process exits; returns how it exited.
@@ -115,7 +152,11 @@ impl Proc {
     /// Stops the process: SIGTERM to its group, SIGKILL after `grace`.
     pub async fn stop(&self, grace: Duration) {
         if !self.has_exited() {
-            signal_group(self.pid, libc::SIGTERM);
+            match &self.sandboxed {
+                // Not bwrap itself: its death would kill the user's code at once.
+                Some(p) => p.signal_user_processes(self.pid, libc::SIGTERM),
+                None => signal_group(self.pid, libc::SIGTERM),
+            }
             if tokio::time::timeout(grace, self.wait_exit()).await.is_err() {
                 tracing::warn!(
                     pid = self.pid,
@@ -129,10 +170,13 @@ impl Proc {
     }
 }
 
-/// Parses `SLESS_READY port=N`.
+/// Parses `SLESS_READY port=N` (the port) or `SLESS_READY socket=PATH` (0).
 pub fn parse_ready(line: &str) -> Option<u16> {
-    line.trim()
-        .strip_prefix("SLESS_READY port=")
+    let rest = line.trim().strip_prefix("SLESS_READY ")?;
+    if let Some(path) = rest.strip_prefix("socket=") {
+        return (!path.trim().is_empty()).then_some(0);
+    }
+    rest.strip_prefix("port=")
         .and_then(|p| p.trim().parse().ok())
         .filter(|p| *p != 0)
 }
@@ -165,20 +209,18 @@ pub struct Spawned {
     tail: Arc<Mutex<VecDeque<String>>>,
     stderr_done: Option<tokio::task::JoinHandle<()>>,
     sink: LineSink,
+    sandboxed: Option<Arc<Prepared>>,
 }
 
 /// Starts `launch` in its own process group: stdout (after a READY line) and
 /// stderr go to `sink`, the exit is recorded, nothing is awaited.
 pub fn spawn(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Spawned, String> {
-    let mut cmd = Command::new(&launch.program);
-    cmd.args(&launch.args)
-        .current_dir(&launch.cwd)
-        .env_clear()
+    let (mut cmd, sandboxed) = command(launch)?;
+    cmd.env_clear()
         .envs(launch.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    isolate(&mut cmd);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", launch.program))?;
@@ -236,11 +278,21 @@ pub fn spawn(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Spawned, S
     let (exit_tx, exit_rx) = watch::channel::<Option<String>>(None);
     {
         let db = db.clone();
+        let sandboxed = sandboxed.clone();
+        let sink = sink.clone();
+        let memory_mb = launch.memory_mb;
         tokio::spawn(async move {
-            let desc = match child.wait().await {
-                Ok(s) => describe_exit(s),
+            let mut desc = match child.wait().await {
+                Ok(s) => describe_exit(s, sandboxed.is_some()),
                 Err(e) => format!("could not be waited for: {e}"),
             };
+            if sandboxed.as_ref().is_some_and(|p| p.group.oom_killed()) {
+                let why = format!(
+                    "killed: memory use exceeds memory_mb {memory_mb} (the kernel's OOM killer stopped it)"
+                );
+                sink(&why);
+                desc = format!("{desc}: {why}");
+            }
             let _ = db.forget_process(pid);
             let _ = exit_tx.send(Some(desc));
         });
@@ -253,7 +305,39 @@ pub fn spawn(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Spawned, S
         tail,
         stderr_done: Some(stderr_done),
         sink,
+        sandboxed,
     })
+}
+
+/// The command that starts `launch`: the program itself in its own process
+/// group, or bwrap running it in its sandbox (after joining its cgroups).
+fn command(launch: &Launch) -> Result<(Command, Option<Arc<Prepared>>), String> {
+    let Some(sl) = &launch.sandbox else {
+        let mut cmd = Command::new(&launch.program);
+        cmd.args(&launch.args).current_dir(&launch.cwd);
+        isolate(&mut cmd);
+        return Ok((cmd, None));
+    };
+    let mut plan = sl.plan.clone();
+    let prepared = sl.sandbox.prepare(&mut plan, sl.serves)?;
+    let program = sl.sandbox.program(&launch.program);
+    let mut cmd = Command::new(sl.sandbox.bwrap());
+    cmd.args(sl.sandbox.argv(&plan, &program, &launch.args))
+        .current_dir("/");
+    isolate_sandboxed(&mut cmd, prepared.joiner.clone());
+    Ok((cmd, Some(Arc::new(prepared))))
+}
+
+/// The client of the proxy for a process behind the unix socket `sock`.
+fn socket_client(sock: &std::path::Path) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .unix_socket(sock)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .pool_idle_timeout(Duration::from_secs(30))
+        .pool_max_idle_per_host(64)
+        .build()
+        .map_err(|e| format!("cannot build a client for {}: {e}", sock.display()))
 }
 
 impl Spawned {
@@ -273,7 +357,7 @@ impl Spawned {
                     None => Outcome::Exited,
                 },
                 Readiness::Http { port, path } => {
-                    poll_http(*port, path).await;
+                    poll_http(*port, path, self.socket_client()).await;
                     Outcome::Ready(*port)
                 }
             }
@@ -324,30 +408,59 @@ impl Spawned {
 
     /// The process as a running [`Proc`] on `port`, under the memory watchdog.
     pub fn into_proc(self, port: u16, launch: &Launch) -> Arc<Proc> {
+        let client = if launch.sandbox.as_ref().is_some_and(|s| s.serves) {
+            self.socket_client()
+        } else {
+            None
+        };
         let proc = Arc::new(Proc {
             pid: self.pid,
             port,
             timeout: launch.timeout,
             started: Instant::now(),
             exited: self.exit_rx,
+            client,
             _guard: self.guard,
+            sandboxed: self.sandboxed,
         });
         spawn_watchdog(Arc::downgrade(&proc), launch.memory_mb, self.sink);
         proc
+    }
+
+    /// A client bound to the sandbox's unix socket, when it has one.
+    fn socket_client(&self) -> Option<reqwest::Client> {
+        let sock = self.sandboxed.as_ref()?.socket.as_ref()?.sock.clone();
+        match socket_client(&sock) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                tracing::error!(error = %e, "no client for a sandboxed process");
+                None
+            }
+        }
     }
 }
 
 /// Polls `GET http://127.0.0.1:port/path` every 200 ms until it answers with
 /// a status below 500.
-async fn poll_http(port: u16, path: &str) {
-    let url = format!("http://127.0.0.1:{port}{path}");
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(2))
-        .build()
-        .unwrap_or_default();
+/// With `via` (a client bound to a sandbox's socket), through it instead.
+async fn poll_http(port: u16, path: &str, via: Option<reqwest::Client>) {
+    let (url, client) = match via {
+        Some(c) => (format!("http://localhost{path}"), c),
+        None => (
+            format!("http://127.0.0.1:{port}{path}"),
+            reqwest::Client::builder()
+                .no_proxy()
+                .timeout(Duration::from_secs(2))
+                .build()
+                .unwrap_or_default(),
+        ),
+    };
     loop {
-        if let Ok(r) = client.get(&url).send().await
+        if let Ok(r) = client
+            .get(&url)
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await
             && r.status().as_u16() < 500
         {
             return;
@@ -381,9 +494,14 @@ fn format_tail(tail: &Mutex<VecDeque<String>>) -> String {
     }
 }
 
-fn describe_exit(status: std::process::ExitStatus) -> String {
+/// How a process ended. bwrap reports a command killed by signal N as
+/// status 128 + N, so a sandboxed process's status above 128 is read so.
+fn describe_exit(status: std::process::ExitStatus, sandboxed: bool) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
+        (Some(code), _) if sandboxed && (129..=128 + 64).contains(&code) => {
+            format!("was killed by signal {}", code - 128)
+        }
         (Some(code), _) => format!("exited with status {code}"),
         (None, Some(sig)) => format!("was killed by signal {sig}"),
         _ => "exited".to_string(),
@@ -401,7 +519,11 @@ fn spawn_watchdog(proc: std::sync::Weak<Proc>, memory_mb: u32, sink: LineSink) {
             if p.has_exited() {
                 return;
             }
-            if let Some(rss) = rss_kib(p.pid)
+            let rss = match &p.sandboxed {
+                Some(s) => sandbox::group_rss_kib(&s.group),
+                None => rss_kib(p.pid),
+            };
+            if let Some(rss) = rss
                 && rss > limit_kib
             {
                 sink(&format!(
@@ -458,6 +580,11 @@ mod tests {
         assert_eq!(parse_ready("SLESS_READY port=0"), None);
         assert_eq!(parse_ready("hello"), None);
         assert_eq!(parse_ready("SLESS_READY port=x"), None);
+        assert_eq!(
+            parse_ready("SLESS_READY socket=/run/sless/http.sock"),
+            Some(0)
+        );
+        assert_eq!(parse_ready("SLESS_READY socket="), None);
     }
 
     #[test]

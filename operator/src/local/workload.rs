@@ -300,6 +300,7 @@ impl Inner {
         if let Some(p) = active {
             return Ok(InvokeTarget {
                 base_url: p.base_url(),
+                client: p.client(),
                 timeout: Duration::from_secs(u64::from(timeout_sec)),
             });
         }
@@ -393,6 +394,10 @@ impl Inner {
             python: self.opts.python.clone(),
             npm: self.opts.npm.clone(),
             timeout: self.opts.build_timeout,
+            sandbox: match &self.sandbox {
+                Some(sb) => Some((sb.clone(), self.sandbox_uid(ns)?)),
+                None => None,
+            },
         };
         build::build(&env, sha, runtime, &self.store.path(sha)).await
     }
@@ -405,7 +410,7 @@ impl Inner {
         id: &str,
         spec: &RunSpec<'_>,
         built: &Built,
-    ) -> super::supervisor::Launch {
+    ) -> std::result::Result<super::supervisor::Launch, String> {
         let as_function = Function {
             namespace: ns.to_string(),
             name: id.to_string(),
