@@ -123,7 +123,7 @@ async fn a_job_returns_its_value_as_message() {
 
 #[tokio::test]
 async fn run_id_reruns_and_the_same_spec_does_not() {
-    let op = Operator::start();
+    let op = Operator::start_unsandboxed();
     let c = op.client("job-rerun-user");
     let side = op.data_dir.join("side-effect.txt");
     let zip = zip_of(&[(
@@ -252,7 +252,7 @@ fn alive(pid: u32) -> bool {
 
 #[tokio::test]
 async fn a_job_past_its_timeout_is_killed_and_fails_saying_so() {
-    let op = Operator::start();
+    let op = Operator::start_unsandboxed();
     let c = op.client("job-timeout-user");
     let pid_path = op.data_dir.join("sleeper.pid");
     let started = Instant::now();
@@ -352,7 +352,7 @@ async fn bad_job_input_is_a_400_naming_the_field() {
 
 #[tokio::test]
 async fn a_run_cut_short_by_an_operator_crash_runs_again() {
-    let mut op = Operator::start();
+    let mut op = Operator::start_unsandboxed();
     let c = op.client("job-restart-user");
     let side = op.data_dir.join("starts.txt");
     start_job(
@@ -385,7 +385,7 @@ async fn a_run_cut_short_by_an_operator_crash_runs_again() {
 
 #[tokio::test]
 async fn a_newer_generation_cancels_the_running_one_and_delete_kills_a_run() {
-    let op = Operator::start();
+    let op = Operator::start_unsandboxed();
     let c = op.client("job-cancel-user");
     let pids = op.data_dir.join("pids.txt");
     let zip = zip_of(&[(

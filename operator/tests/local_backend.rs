@@ -317,7 +317,8 @@ async fn python_requirements_are_installed_and_cached() {
     assert!(body.contains("from tinydep"), "{body}");
     let log = b.read_logs(NS, "deps", LogKind::Build, None).await.unwrap();
     assert!(log.contains("pip install"), "{log}");
-    let cached: Vec<_> = std::fs::read_dir(tmp.path().join("deps/python"))
+    // The cache is per namespace: deps/python/<ns>/<key>.
+    let cached: Vec<_> = std::fs::read_dir(tmp.path().join("deps/python").join(NS))
         .unwrap()
         .flatten()
         .collect();
@@ -763,7 +764,7 @@ async fn a_build_interrupted_by_a_restart_is_redone() {
         "\"from tinydep\""
     );
     // No half-built dependency dir was left or used.
-    for e in std::fs::read_dir(data.join("deps/python"))
+    for e in std::fs::read_dir(data.join("deps/python").join(NS))
         .unwrap()
         .flatten()
     {

@@ -93,7 +93,7 @@ fn alive(pid: u64) -> bool {
 
 #[tokio::test]
 async fn a_service_answers_updates_in_place_heals_and_goes_away() {
-    let op = Operator::start();
+    let op = Operator::start_unsandboxed();
     let c = op.client("service-user");
     let (code, body) = c
         .call(

@@ -320,7 +320,7 @@ async fn http_trigger_serves_the_function_publicly_and_404s_after_delete() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cron_trigger_runs_on_schedule_and_never_overlaps() {
-    let op = Operator::start();
+    let op = Operator::start_unsandboxed();
     let c = op.client("trigger-cron-user");
     let dir = tempfile::tempdir().unwrap();
     let fast_file = dir.path().join("fast.txt");
@@ -486,7 +486,7 @@ async fn cron_trigger_runs_on_schedule_and_never_overlaps() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cron_trigger_waits_for_its_function_and_survives_restart() {
-    let mut op = Operator::start();
+    let mut op = Operator::start_unsandboxed();
     let c = op.client("trigger-wait-user");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("marks.txt");

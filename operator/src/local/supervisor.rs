@@ -6,7 +6,7 @@
 use super::build::pump_lines;
 use super::db::Db;
 use super::process::{GroupGuard, isolate, isolate_sandboxed, rss_kib, signal_group};
-use super::sandbox::{self, Plan, Prepared, Sandbox};
+use super::sandbox::{Plan, Prepared, Sandbox};
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -423,7 +423,11 @@ impl Spawned {
             _guard: self.guard,
             sandboxed: self.sandboxed,
         });
-        spawn_watchdog(Arc::downgrade(&proc), launch.memory_mb, self.sink);
+        // Sandboxed, the cgroup's memory limit is exact (children and all);
+        // the reaper names an OOM kill.
+        if proc.sandboxed.is_none() {
+            spawn_watchdog(Arc::downgrade(&proc), launch.memory_mb, self.sink);
+        }
         proc
     }
 
@@ -519,11 +523,7 @@ fn spawn_watchdog(proc: std::sync::Weak<Proc>, memory_mb: u32, sink: LineSink) {
             if p.has_exited() {
                 return;
             }
-            let rss = match &p.sandboxed {
-                Some(s) => sandbox::group_rss_kib(&s.group),
-                None => rss_kib(p.pid),
-            };
-            if let Some(rss) = rss
+            if let Some(rss) = rss_kib(p.pid)
                 && rss > limit_kib
             {
                 sink(&format!(

@@ -35,6 +35,14 @@ impl Operator {
         Self::start_with(&[])
     }
 
+    /// Starts an operator with `--isolation none`, for tests whose user
+    /// code writes side-effect files or its pid where the test reads them:
+    /// the strict sandbox (rightly) allows neither. What the sandbox does
+    /// is tested in `tests/sandbox.rs`.
+    pub fn start_unsandboxed() -> Operator {
+        Self::start_with(&["--isolation", "none"])
+    }
+
     /// Starts an operator with extra `serve` arguments.
     pub fn start_with(extra: &[&str]) -> Operator {
         Self::start_with_env(extra, &[])
