@@ -28,9 +28,16 @@ if [ -f "$qs/operator.pid" ] && kill -0 "$(cat "$qs/operator.pid")" 2>/dev/null;
   kill "$(cat "$qs/operator.pid")" && sleep 1
 fi
 rm -f "$data_dir/operator.addr"
-say "starting sless-operator on 127.0.0.1:$port (data in $data_dir, log in $qs/operator.log)"
+# Strict isolation (the default: every function in a bubblewrap sandbox under
+# its own uid, with cgroup limits) needs root.
+isolation=strict
+if [ "$(id -u)" != 0 ]; then
+  isolation=none
+  say "not root: starting with --isolation none (your functions run unsandboxed as $(id -un)); run as root for the sandbox"
+fi
+say "starting sless-operator on 127.0.0.1:$port (isolation $isolation, data in $data_dir, log in $qs/operator.log)"
 nohup target/debug/sless-operator serve --listen "127.0.0.1:$port" --data-dir "$data_dir" \
-  >"$qs/operator.log" 2>&1 &
+  --isolation "$isolation" >"$qs/operator.log" 2>&1 &
 echo $! >"$qs/operator.pid"
 for _ in $(seq 1 100); do
   [ -s "$data_dir/operator.addr" ] && break

@@ -48,6 +48,8 @@ ensure_node() {
 ensure_sandbox() {
   # The local backend's strict isolation (the default) runs user code under
   # bubblewrap and drops to an unprivileged uid with setpriv (util-linux).
+  # It needs root; without root the quick start runs --isolation none.
+  [ "$(id -u)" = 0 ] || return 0
   command -v bwrap >/dev/null 2>&1 || apt_install bubblewrap
   command -v setpriv >/dev/null 2>&1 || apt_install util-linux
 }
