@@ -29,22 +29,27 @@ pub enum Command {
     Openapi,
     /// Prints the CustomResourceDefinitions of the Kubernetes backend as YAML.
     Crds,
-    /// Internal: runs inside a service's sandbox, forwarding the sandbox's
-    /// unix socket to the service's port (started by the local backend).
+    /// Internal: the first program inside a sandbox, already unprivileged:
+    /// takes the environment from a file descriptor (so nothing of the user's
+    /// reaches the root-run bwrap and setpriv) and execs the command, or for
+    /// services starts it and forwards the sandbox's socket to its port.
     #[command(hide = true)]
-    SandboxBridge(BridgeArgs),
+    SandboxExec(SandboxExecArgs),
 }
 
-/// Options of the internal `sandbox-bridge` command.
+/// Options of the internal `sandbox-exec` command.
 #[derive(Debug, Clone, clap::Args)]
-pub struct BridgeArgs {
-    /// The unix socket to listen on.
+pub struct SandboxExecArgs {
+    /// The descriptor holding the environment as NUL-separated `KEY=VALUE`.
     #[arg(long)]
-    pub socket: PathBuf,
+    pub env_fd: i32,
+    /// Forward this unix socket to `--port` (services).
+    #[arg(long, requires = "port")]
+    pub socket: Option<PathBuf>,
     /// The port of `127.0.0.1` to forward connections to.
-    #[arg(long)]
-    pub port: u16,
-    /// The user's command and its arguments.
+    #[arg(long, requires = "socket")]
+    pub port: Option<u16>,
+    /// The command and its arguments.
     #[arg(last = true, required = true)]
     pub command: Vec<std::ffi::OsString>,
 }

@@ -49,8 +49,8 @@ fn main() -> ExitCode {
             println!("{}", openapi::document_json());
             ExitCode::SUCCESS
         }
-        Command::SandboxBridge(args) => {
-            let code = sless_operator::local::bridge::run(&args.socket, args.port, &args.command);
+        Command::SandboxExec(args) => {
+            let code = sless_operator::local::bridge::sandbox_exec(&args);
             ExitCode::from(u8::try_from(code).unwrap_or(1))
         }
         Command::Crds => match sless_operator::kube::crd::all_crds_yaml() {

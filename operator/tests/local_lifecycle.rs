@@ -287,6 +287,12 @@ async fn functions_survive_process_kills_and_operator_crashes() {
     for (_, pid) in &before {
         wait_gone(pid.parse().unwrap());
     }
+    // A sandbox's processes die with its bwrap (PDEATHSIG, then the PID
+    // namespace goes): a moment after the bwrap itself.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !processes_under(&op.data_dir.join("builds")).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     assert!(
         processes_under(&op.data_dir.join("builds")).is_empty(),
         "orphans left behind"

@@ -97,7 +97,8 @@ def probe(cfg, fork=True):
                     mine.append(read("/proc/%s/cmdline" % p))
                 except OSError:
                     pass
-        bad = [c for c in mine if b"serve" in c and b"sless-operator" in c]
+        # The operator's own command line: `sless-operator serve --listen …`.
+        bad = [c for c in mine if b"\x00serve\x00" in c and b"sless-operator" in c]
         if bad or len(mine) > 40:
             return bad or mine
         raise LookupError("only %d processes of its own sandbox are visible" % len(mine))
@@ -203,7 +204,7 @@ async function probe(cfg) {
     for (const p of pids) {
       try {
         const c = fs.readFileSync(`/proc/${p}/cmdline`, 'utf8');
-        if (c.includes('sless-operator') && c.includes('serve')) return c;
+        if (c.includes('sless-operator') && c.includes('\u0000serve\u0000')) return c;
       } catch (_) { /* gone */ }
     }
     throw new Error(`only ${pids.length} processes of its own sandbox are visible`);

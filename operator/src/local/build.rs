@@ -578,13 +578,17 @@ async fn run_logged(env: &BuildEnv, install: InstallCommand, shown: &str) -> Res
                 tmp_mb: sb.settings.build_tmp_mb,
             };
             let prepared = sb.prepare(&mut plan, false)?;
+            let env_file = super::sandbox::env_file(&install_env(sb))?;
             let mut cmd = Command::new(sb.bwrap());
             cmd.args(sb.argv(&plan, &sb.program(&install.program), &install.args))
-                .current_dir("/")
-                .env_clear()
-                .envs(install_env(sb));
-            super::process::isolate_sandboxed(&mut cmd, prepared.joiner.clone());
-            _sandboxed = Some(prepared);
+                .current_dir("/");
+            use std::os::fd::AsRawFd;
+            super::process::isolate_sandboxed(
+                &mut cmd,
+                prepared.joiner.clone(),
+                env_file.as_raw_fd(),
+            );
+            _sandboxed = Some((prepared, env_file));
             cmd
         }
     };

@@ -32,8 +32,15 @@ pub fn isolate(cmd: &mut Command) {
 /// controlling terminal is reachable from inside, and the session is its own
 /// process group), `PR_SET_PDEATHSIG`, and its cgroups joined before exec, so
 /// nothing of the user's ever runs outside them.
-pub fn isolate_sandboxed(cmd: &mut Command, joiner: super::cgroup::Joiner) {
-    cmd.kill_on_drop(true);
+///
+/// `env_fd` (close-on-exec in the operator) becomes the child's
+/// [`super::sandbox::ENV_FD`]; the command's own environment is
+/// [`super::sandbox::ROOT_ENV`], nothing of the user's.
+pub fn isolate_sandboxed(cmd: &mut Command, joiner: super::cgroup::Joiner, env_fd: i32) {
+    cmd.kill_on_drop(true)
+        .env_clear()
+        .envs(super::sandbox::ROOT_ENV);
+    let target = super::sandbox::ENV_FD;
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: only async-signal-safe libc calls between fork and exec.
     unsafe {
@@ -46,6 +53,15 @@ pub fn isolate_sandboxed(cmd: &mut Command, joiner: super::cgroup::Joiner) {
             }
             if libc::getppid() != parent {
                 libc::_exit(1);
+            }
+            // dup2 clears close-on-exec on the copy; the same number needs fcntl.
+            let rc = if env_fd == target {
+                libc::fcntl(target, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(env_fd, target)
+            };
+            if rc < 0 {
+                return Err(std::io::Error::last_os_error());
             }
             joiner.join_self()
         });

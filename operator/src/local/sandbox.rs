@@ -36,6 +36,11 @@ pub const SOCKET_INSIDE: &str = "/run/sless/http.sock";
 pub const SERVICE_PORT_INSIDE: u16 = 8080;
 /// Where the operator's own binary is bound inside a sandbox (for the bridge).
 pub const OPERATOR_INSIDE: &str = "/run/sless-bin/sless-operator";
+/// The descriptor a sandbox's first program reads its environment from.
+pub const ENV_FD: i32 = 3;
+/// The environment of bwrap and setpriv themselves (they run as root: nothing
+/// of the user's may reach them).
+pub const ROOT_ENV: [(&str, &str); 1] = [("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")];
 /// First uid (and gid) given to a namespace.
 pub const UID_BASE: u32 = 200_000;
 
@@ -267,13 +272,34 @@ impl Sandbox {
             },
             tmp_mb: 1,
         };
+        use std::os::fd::AsRawFd;
+        use std::os::unix::process::CommandExt;
         let argv = self.argv(&plan, Path::new("/bin/true"), &[]);
-        let out = std::process::Command::new(&self.bwrap)
-            .args(&argv)
+        let env = env_file(&[("PATH".to_string(), self.path.clone())])?;
+        let fd = env.as_raw_fd();
+        let mut cmd = std::process::Command::new(&self.bwrap);
+        cmd.args(&argv)
             .env_clear()
-            .stdin(Stdio::null())
+            .envs(ROOT_ENV)
+            .stdin(Stdio::null());
+        // SAFETY: only dup2/fcntl between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                let rc = if fd == ENV_FD {
+                    libc::fcntl(fd, libc::F_SETFD, 0)
+                } else {
+                    libc::dup2(fd, ENV_FD)
+                };
+                if rc < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let out = cmd
             .output()
             .map_err(|e| format!("cannot run {}: {e}", self.bwrap.display()))?;
+        drop(env);
         if out.status.success() {
             Ok(())
         } else {
@@ -364,13 +390,11 @@ impl Sandbox {
         if let Some(dir) = &plan.socket_dir {
             a.extend(["--bind".into(), dir.into(), SOCKET_DIR_INSIDE.into()]);
         }
-        if plan.bridge_port.is_some() {
-            a.extend([
-                "--ro-bind".into(),
-                self.operator_exe.clone().into(),
-                OPERATOR_INSIDE.into(),
-            ]);
-        }
+        a.extend([
+            "--ro-bind".into(),
+            self.operator_exe.clone().into(),
+            OPERATOR_INSIDE.into(),
+        ]);
         // bwrap creates the parents of a bind's destination with the host
         // directories' modes: a 0700 data dir would hide the code from the
         // sandbox's uid. They hold nothing but the binds: make them 0755.
@@ -380,7 +404,7 @@ impl Sandbox {
                 plan.socket_dir
                     .as_ref()
                     .map(|_| PathBuf::from(SOCKET_DIR_INSIDE)),
-                plan.bridge_port.map(|_| PathBuf::from(OPERATOR_INSIDE)),
+                Some(PathBuf::from(OPERATOR_INSIDE)),
             ]
             .into_iter()
             .flatten(),
@@ -410,19 +434,16 @@ impl Sandbox {
         ] {
             a.push(x.into());
         }
+        let env_fd = ENV_FD.to_string();
+        for x in [OPERATOR_INSIDE, "sandbox-exec", "--env-fd", &env_fd] {
+            a.push(x.into());
+        }
         if let Some(port) = plan.bridge_port {
-            for x in [
-                OPERATOR_INSIDE,
-                "sandbox-bridge",
-                "--socket",
-                SOCKET_INSIDE,
-                "--port",
-                &port.to_string(),
-                "--",
-            ] {
+            for x in ["--socket", SOCKET_INSIDE, "--port", &port.to_string()] {
                 a.push(x.into());
             }
         }
+        a.push("--".into());
         a.push(program.into());
         a.extend(args.iter().cloned());
         a
@@ -457,6 +478,36 @@ impl Sandbox {
             socket,
         })
     }
+}
+
+/// The environment of a sandboxed process in an anonymous memory file
+/// (NUL-separated `KEY=VALUE`), handed to it as [`ENV_FD`]. Close-on-exec
+/// here, so no other child the operator starts meanwhile inherits it.
+pub fn env_file(env: &[(String, String)]) -> Result<std::os::fd::OwnedFd, String> {
+    use std::io::Write;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let name = c"sless-env";
+    // SAFETY: memfd_create with a NUL-terminated name; the fd is owned below.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(format!(
+            "cannot create the environment file: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut file = std::fs::File::from(owned);
+    let mut buf = Vec::new();
+    for (k, v) in env {
+        buf.extend_from_slice(k.as_bytes());
+        buf.push(b'=');
+        buf.extend_from_slice(v.as_bytes());
+        buf.push(0);
+    }
+    file.write_all(&buf)
+        .map_err(|e| format!("cannot write the environment file: {e}"))?;
+    Ok(file.into())
 }
 
 /// What [`Sandbox::prepare`] made for one process; dropping it kills what
@@ -681,7 +732,7 @@ mod tests {
             "--perms 1777 --size 67108864 --tmpfs /tmp",
             "--proc /proc --dev /dev",
             "--chdir /data/builds/ns/f/abc/src --",
-            "/usr/bin/setpriv --reuid 200003 --regid 200003 --clear-groups --no-new-privs --inh-caps=-all --bounding-set=-all -- /usr/bin/python3 -u",
+            "/usr/bin/setpriv --reuid 200003 --regid 200003 --clear-groups --no-new-privs --inh-caps=-all --bounding-set=-all -- /run/sless-bin/sless-operator sandbox-exec --env-fd 3 -- /usr/bin/python3 -u",
         ] {
             assert!(argv.contains(needed), "{needed:?} missing in {argv}");
         }
@@ -699,7 +750,6 @@ mod tests {
         assert!(!argv.contains(" /root /root"), "{argv}");
         assert!(!argv.contains("bind /data /data"), "{argv}");
         assert!(!argv.contains("bind /data/builds/ns "), "{argv}");
-        assert!(!argv.contains("sless-operator"), "{argv}");
         // The private /tmp comes before the binds that may land inside it.
         let tmp = argv.find("--tmpfs /tmp").unwrap();
         assert!(tmp < argv.find("--ro-bind /data").unwrap());
@@ -718,7 +768,7 @@ mod tests {
             "{argv}"
         );
         assert!(
-            argv.ends_with("-- /run/sless-bin/sless-operator sandbox-bridge --socket /run/sless/http.sock --port 8080 -- /usr/bin/node main.js"),
+            argv.ends_with("-- /run/sless-bin/sless-operator sandbox-exec --env-fd 3 --socket /run/sless/http.sock --port 8080 -- /usr/bin/node main.js"),
             "{argv}"
         );
     }

@@ -6,7 +6,7 @@
 use super::build::pump_lines;
 use super::db::Db;
 use super::process::{GroupGuard, isolate, isolate_sandboxed, rss_kib, signal_group};
-use super::sandbox::{Plan, Prepared, Sandbox};
+use super::sandbox::{self, Plan, Prepared, Sandbox};
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -215,10 +215,9 @@ pub struct Spawned {
 /// Starts `launch` in its own process group: stdout (after a READY line) and
 /// stderr go to `sink`, the exit is recorded, nothing is awaited.
 pub fn spawn(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Spawned, String> {
-    let (mut cmd, sandboxed) = command(launch)?;
-    cmd.env_clear()
-        .envs(launch.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
+    // Kept open until the child has its copy (dropped when this returns).
+    let (mut cmd, sandboxed, _env_file) = command(launch)?;
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = cmd
@@ -311,21 +310,31 @@ pub fn spawn(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Spawned, S
 
 /// The command that starts `launch`: the program itself in its own process
 /// group, or bwrap running it in its sandbox (after joining its cgroups).
-fn command(launch: &Launch) -> Result<(Command, Option<Arc<Prepared>>), String> {
+/// A command ready to spawn, its sandbox (if any) and its environment file.
+type Prepared3 = (Command, Option<Arc<Prepared>>, Option<std::os::fd::OwnedFd>);
+
+/// Sandboxed, the environment travels in the returned file (see
+/// [`sandbox::env_file`]), which must stay open until the spawn.
+fn command(launch: &Launch) -> Result<Prepared3, String> {
     let Some(sl) = &launch.sandbox else {
         let mut cmd = Command::new(&launch.program);
-        cmd.args(&launch.args).current_dir(&launch.cwd);
+        cmd.args(&launch.args)
+            .current_dir(&launch.cwd)
+            .env_clear()
+            .envs(launch.env.iter().map(|(k, v)| (k, v)));
         isolate(&mut cmd);
-        return Ok((cmd, None));
+        return Ok((cmd, None, None));
     };
+    let env_file = sandbox::env_file(&launch.env)?;
     let mut plan = sl.plan.clone();
     let prepared = sl.sandbox.prepare(&mut plan, sl.serves)?;
     let program = sl.sandbox.program(&launch.program);
     let mut cmd = Command::new(sl.sandbox.bwrap());
     cmd.args(sl.sandbox.argv(&plan, &program, &launch.args))
         .current_dir("/");
-    isolate_sandboxed(&mut cmd, prepared.joiner.clone());
-    Ok((cmd, Some(Arc::new(prepared))))
+    use std::os::fd::AsRawFd;
+    isolate_sandboxed(&mut cmd, prepared.joiner.clone(), env_file.as_raw_fd());
+    Ok((cmd, Some(Arc::new(prepared)), Some(env_file)))
 }
 
 /// The client of the proxy for a process behind the unix socket `sock`.

@@ -53,7 +53,17 @@ impl Operator {
         std::fs::create_dir_all(data_dir).unwrap();
         let log = std::fs::File::create(data_dir.join("operator-test.log")).unwrap();
         let child = Command::new(operator_bin())
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            // The acceptance tests' functions and jobs write side-effect
+            // files for the tests to read, which the strict sandbox (rightly)
+            // forbids; the sandbox itself is proven in operator/tests/sandbox.rs.
+            .args([
+                "serve",
+                "--isolation",
+                "none",
+                "--listen",
+                "127.0.0.1:0",
+                "--data-dir",
+            ])
             .arg(data_dir)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
