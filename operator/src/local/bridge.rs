@@ -87,7 +87,7 @@ fn read_env(fd: i32) -> io::Result<Vec<(OsString, OsString)>> {
 /// Starts the service and bridges; returns its exit code.
 fn run_bridge(socket: &Path, port: u16, command: &[OsString], env: &[(OsString, OsString)]) -> i32 {
     let Some((program, args)) = command.split_first() else {
-        eprintln!("sandbox-bridge: no command given");
+        eprintln!("sandbox-exec (bridge): no command given");
         return 2;
     };
     // A handler (not SIG_IGN, which exec would pass on to the command).
@@ -100,7 +100,7 @@ fn run_bridge(socket: &Path, port: u16, command: &[OsString], env: &[(OsString, 
     let listener = match UnixListener::bind(socket) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("sandbox-bridge: cannot listen on {}: {e}", socket.display());
+            eprintln!("sandbox-exec (bridge): cannot listen on {}: {e}", socket.display());
             return 1;
         }
     };
@@ -113,7 +113,7 @@ fn run_bridge(socket: &Path, port: u16, command: &[OsString], env: &[(OsString, 
         Ok(c) => c,
         Err(e) => {
             eprintln!(
-                "sandbox-bridge: cannot start {}: {e}",
+                "sandbox-exec (bridge): cannot start {}: {e}",
                 program.to_string_lossy()
             );
             return 127;

@@ -118,7 +118,7 @@ pub struct Plan {
     pub network: Network,
     /// The host directory bound at [`SOCKET_DIR_INSIDE`], if it serves.
     pub socket_dir: Option<PathBuf>,
-    /// Run `sandbox-bridge` in front of the command: the socket is forwarded
+    /// Run `sandbox-exec` as a bridge in front of the command: the socket is forwarded
     /// to this port inside (services).
     pub bridge_port: Option<u16>,
     /// Working directory (inside; one of the bound paths).
