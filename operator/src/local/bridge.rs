@@ -100,7 +100,10 @@ fn run_bridge(socket: &Path, port: u16, command: &[OsString], env: &[(OsString, 
     let listener = match UnixListener::bind(socket) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("sandbox-exec (bridge): cannot listen on {}: {e}", socket.display());
+            eprintln!(
+                "sandbox-exec (bridge): cannot listen on {}: {e}",
+                socket.display()
+            );
             return 1;
         }
     };
