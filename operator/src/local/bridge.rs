@@ -127,11 +127,9 @@ fn run_bridge(socket: &Path, port: u16, command: &[OsString], env: &[(OsString, 
             match conn {
                 Ok(c) => {
                     std::thread::spawn(move || {
-                        if let Err(e) = forward(c, port) {
-                            // The user's server is not (yet) listening: the
-                            // operator's readiness check retries.
-                            let _ = e;
-                        }
+                        // An error means the user's server is not (yet)
+                        // listening: the operator's readiness check retries.
+                        let _ = forward(c, port);
                     });
                 }
                 Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),

@@ -464,6 +464,24 @@ mod tests {
     use sless_wire::trigger::TriggerType;
     use sless_wire::{Phase, Runtime};
 
+    #[test]
+    fn sandbox_indexes_are_allocated_once_and_survive_a_reopen() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("state.db");
+        let db = Db::open(&path).unwrap();
+        assert_eq!(db.sandbox_index("ns-a").unwrap(), 0);
+        assert_eq!(db.sandbox_index("ns-b").unwrap(), 1);
+        assert_eq!(
+            db.sandbox_index("ns-a").unwrap(),
+            0,
+            "the same uid every time"
+        );
+        drop(db);
+        let db = Db::open(&path).unwrap();
+        assert_eq!(db.sandbox_index("ns-b").unwrap(), 1);
+        assert_eq!(db.sandbox_index("ns-c").unwrap(), 2);
+    }
+
     fn function(ns: &str, name: &str) -> Function {
         Function {
             namespace: ns.into(),

@@ -40,7 +40,6 @@ pub fn isolate_sandboxed(cmd: &mut Command, joiner: super::cgroup::Joiner, env_f
     cmd.kill_on_drop(true)
         .env_clear()
         .envs(super::sandbox::ROOT_ENV);
-    let target = super::sandbox::ENV_FD;
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: only async-signal-safe libc calls between fork and exec.
     unsafe {
@@ -54,15 +53,7 @@ pub fn isolate_sandboxed(cmd: &mut Command, joiner: super::cgroup::Joiner, env_f
             if libc::getppid() != parent {
                 libc::_exit(1);
             }
-            // dup2 clears close-on-exec on the copy; the same number needs fcntl.
-            let rc = if env_fd == target {
-                libc::fcntl(target, libc::F_SETFD, 0)
-            } else {
-                libc::dup2(env_fd, target)
-            };
-            if rc < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            super::sandbox::hand_over_env_fd(env_fd)?;
             joiner.join_self()
         });
     }

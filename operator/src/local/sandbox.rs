@@ -284,17 +284,7 @@ impl Sandbox {
             .stdin(Stdio::null());
         // SAFETY: only dup2/fcntl between fork and exec.
         unsafe {
-            cmd.pre_exec(move || {
-                let rc = if fd == ENV_FD {
-                    libc::fcntl(fd, libc::F_SETFD, 0)
-                } else {
-                    libc::dup2(fd, ENV_FD)
-                };
-                if rc < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
+            cmd.pre_exec(move || hand_over_env_fd(fd));
         }
         let out = cmd
             .output()
@@ -508,6 +498,24 @@ pub fn env_file(env: &[(String, String)]) -> Result<std::os::fd::OwnedFd, String
     file.write_all(&buf)
         .map_err(|e| format!("cannot write the environment file: {e}"))?;
     Ok(file.into())
+}
+
+/// Makes `fd` the child's [`ENV_FD`], open across exec. Call only between
+/// fork and exec (async-signal-safe: `dup2`, or `fcntl` when it already is
+/// that number, since `dup2` onto itself would keep close-on-exec).
+pub fn hand_over_env_fd(fd: i32) -> std::io::Result<()> {
+    // SAFETY: plain syscalls on descriptors of this (forked) process.
+    let rc = unsafe {
+        if fd == ENV_FD {
+            libc::fcntl(fd, libc::F_SETFD, 0)
+        } else {
+            libc::dup2(fd, ENV_FD)
+        }
+    };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// What [`Sandbox::prepare`] made for one process; dropping it kills what
