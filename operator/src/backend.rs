@@ -21,7 +21,13 @@ pub struct InvokeTarget {
     pub client: Option<reqwest::Client>,
     /// The function's `timeout_sec`: the proxy answers 504 past it.
     pub timeout: Duration,
+    /// Held until the answer has been streamed (a function that scales to
+    /// zero is not stopped under a request in flight).
+    pub lease: Option<Lease>,
 }
+
+/// Something a request holds while it is in flight (see [`InvokeTarget::lease`]).
+pub type Lease = std::sync::Arc<dyn std::any::Any + Send + Sync>;
 
 /// A verified code upload, handed to [`Backend::upload_code`].
 #[derive(Debug, Clone)]

@@ -71,6 +71,8 @@ fn function(s: Scenario) -> Function {
             env_vars: BTreeMap::from([("B".into(), "2".into()), ("A".into(), "1".into())]),
             memory_mb: 128,
             timeout_sec: 30,
+            min_instances: 0,
+            idle_timeout_sec: 300,
             code: Some(CodeRef {
                 key: KEY.into(),
                 sha256: "aaaa".into(),

@@ -29,6 +29,8 @@ fn spec(runtime: Runtime, entrypoint: &str) -> FunctionSpec {
         env_vars: Default::default(),
         memory_mb: 256,
         timeout_sec: 30,
+        min_instances: 0,
+        idle_timeout_sec: 300,
     }
 }
 

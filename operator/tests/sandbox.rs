@@ -256,26 +256,6 @@ fn victim_zip() -> Vec<u8> {
     )])
 }
 
-/// Host pid of the process whose environment has `SLESS_FUNCTION=name`
-/// and `SLESS_NAMESPACE=ns` (the runtime server inside the sandbox).
-fn runtime_pid(ns: &str, name: &str) -> Option<u32> {
-    for e in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let env = std::fs::read(e.path().join("environ")).unwrap_or_default();
-        let env = String::from_utf8_lossy(&env);
-        let has = |kv: &str| env.split('\0').any(|x| x == kv);
-        if has(&format!("SLESS_FUNCTION={name}")) && has(&format!("SLESS_NAMESPACE={ns}")) {
-            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            if String::from_utf8_lossy(&cmd).contains("server.py") {
-                return Some(pid);
-            }
-        }
-    }
-    None
-}
-
 /// Every unix socket under the operator's socket root.
 fn all_sockets() -> Vec<String> {
     let mut out = Vec::new();
@@ -344,7 +324,7 @@ async fn victim(op: &Operator, v: &Client) -> Targets {
     let data_dir = op.data_dir.canonicalize().unwrap();
     let builds = data_dir.join("builds").join(&v.namespace).join("secret-fn");
     let victim_code = find_file(&builds, "main.py").expect("the victim's code on disk");
-    let victim_pid = runtime_pid(&v.namespace, "secret-fn").expect("the victim's process");
+    let victim_pid = support::runtime_pid(&v.namespace, "secret-fn").expect("the victim's process");
     let sockets = all_sockets();
     assert!(!sockets.is_empty(), "the victim serves on a unix socket");
     let port: u16 = op

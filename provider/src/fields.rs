@@ -8,7 +8,9 @@ use crate::diag::{field_error, field_path};
 use crate::provider::{Configured, Shared, TIMEOUT_SEC_LIMIT};
 use crate::source::check_dir;
 use crate::wait::{Look, Outcome, poll};
-use sless_wire::limits::{MEMORY_MB_DEFAULT, TIMEOUT_SEC_DEFAULT};
+use sless_wire::limits::{
+    IDLE_TIMEOUT_SEC_DEFAULT, MEMORY_MB_DEFAULT, MIN_INSTANCES_DEFAULT, TIMEOUT_SEC_DEFAULT,
+};
 use sless_wire::{ErrorCode, Runtime, validate};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -146,6 +148,36 @@ pub fn check_limits(
         field_error(diags, "Invalid timeout_sec", &e);
     }
     check_timeout(diags, "wait_timeout_sec", &wait);
+}
+
+/// Checks `min_instances` and `idle_timeout_sec` with the operator's rules.
+pub fn check_scaling(diags: &mut Diagnostics, min_instances: Value<i64>, idle: Value<i64>) {
+    if let Value::Value(m) = min_instances
+        && let Err(e) = validate::min_instances("min_instances", m)
+    {
+        field_error(diags, "Invalid min_instances", &e);
+    }
+    if let Value::Value(t) = idle
+        && let Err(e) = validate::idle_timeout_sec("idle_timeout_sec", t)
+    {
+        field_error(diags, "Invalid idle_timeout_sec", &e);
+    }
+}
+
+/// Plans the defaults of `min_instances` and `idle_timeout_sec` where the
+/// config leaves them out.
+pub fn default_scaling(
+    min_instances: &mut Value<i64>,
+    idle: &mut Value<i64>,
+    config_min_instances: &Value<i64>,
+    config_idle: &Value<i64>,
+) {
+    if config_min_instances.is_null() {
+        *min_instances = Value::Value(i64::from(MIN_INSTANCES_DEFAULT));
+    }
+    if config_idle.is_null() {
+        *idle = Value::Value(i64::from(IDLE_TIMEOUT_SEC_DEFAULT));
+    }
 }
 
 /// Checks a timeout in seconds the provider itself applies (1 s to a day).

@@ -49,6 +49,12 @@ pub struct FunctionState {
     /// Per-invocation timeout in seconds.
     #[serde(default)]
     pub timeout_sec: Value<i64>,
+    /// Processes kept when idle: 0 scales to zero, 1 keeps one up.
+    #[serde(default)]
+    pub min_instances: Value<i64>,
+    /// Seconds without a request before scaling to zero.
+    #[serde(default)]
+    pub idle_timeout_sec: Value<i64>,
     /// How long apply waits, in seconds.
     #[serde(default)]
     pub wait_timeout_sec: Value<i64>,
@@ -115,7 +121,12 @@ impl FunctionState {
             &mut self.invoke_url,
             &mut self.last_built_at,
         ]);
-        fields::unknowns_to_null([&mut self.memory_mb, &mut self.timeout_sec]);
+        fields::unknowns_to_null([
+            &mut self.memory_mb,
+            &mut self.timeout_sec,
+            &mut self.min_instances,
+            &mut self.idle_timeout_sec,
+        ]);
         self
     }
 
@@ -129,6 +140,8 @@ impl FunctionState {
         self.invoke_url = Value::Value(invoke_url);
         self.memory_mb = Value::Value(i64::from(f.spec.memory_mb));
         self.timeout_sec = Value::Value(i64::from(f.spec.timeout_sec));
+        self.min_instances = Value::Value(i64::from(f.spec.min_instances));
+        self.idle_timeout_sec = Value::Value(i64::from(f.spec.idle_timeout_sec));
         self
     }
 }
@@ -244,6 +257,8 @@ impl Resource for FunctionResource {
                     "env_vars" => attr(Map(Box::new(String)), Optional, "Environment variables given to the function. Names starting with `SLESS_` are reserved. Changing them restarts the function without a rebuild."),
                     "memory_mb" => attr(Number, OptionalComputed, "Memory limit in MiB, 64-4096 (default 128)."),
                     "timeout_sec" => attr(Number, OptionalComputed, "Per-invocation timeout in seconds, 1-900 (default 30)."),
+                    "min_instances" => attr(Number, OptionalComputed, "Processes kept running when the function is idle: `0` (default) stops its process after `idle_timeout_sec` without a request, and the next request starts it again (a cold start, held until the process is ready); `1` keeps one process always up. Changing it applies without a restart."),
+                    "idle_timeout_sec" => attr(Number, OptionalComputed, "Seconds without a request before a function with `min_instances = 0` stops its process, 1-86400 (default 300). Changing it applies without a restart."),
                     "wait_timeout_sec" => attr(Number, Optional, "How long create, update and delete wait for the function, in seconds. Defaults to the provider's `wait_timeout_sec` (600)."),
                     "id" => attr(String, Computed, "`<namespace>/<name>`."),
                     "namespace" => attr(String, Computed, "The namespace the function lives in, derived from the token's `sub`."),
@@ -273,6 +288,7 @@ impl Resource for FunctionResource {
             config.timeout_sec,
             config.wait_timeout_sec,
         );
+        fields::check_scaling(diags, config.min_instances, config.idle_timeout_sec);
         fields::check_env_vars(diags, &config.env_vars);
         fields::check_source_dir(diags, &config.source_dir);
         Some(())
@@ -385,6 +401,8 @@ impl Resource for FunctionResource {
             env_vars: env,
             memory_mb: planned.memory_mb.as_ref_option().copied(),
             timeout_sec: planned.timeout_sec.as_ref_option().copied(),
+            min_instances: planned.min_instances.as_ref_option().copied(),
+            idle_timeout_sec: planned.idle_timeout_sec.as_ref_option().copied(),
         };
         let created = fields::create::<Function>(diags, &c, &name, &body).await?;
         let url = c.client.invoke_url(&c.namespace, &name);
@@ -424,6 +442,8 @@ impl Resource for FunctionResource {
             },
             memory_mb: fields::changed(&planned.memory_mb, &prior.memory_mb),
             timeout_sec: fields::changed(&planned.timeout_sec, &prior.timeout_sec),
+            min_instances: fields::changed(&planned.min_instances, &prior.min_instances),
+            idle_timeout_sec: fields::changed(&planned.idle_timeout_sec, &prior.idle_timeout_sec),
         };
         let upload = planned.code_hash != prior.code_hash
             || prior.phase.as_ref_option().map(String::as_str) != Some(READY);
@@ -487,14 +507,20 @@ impl Resource for FunctionResource {
     }
 }
 
-/// Fills `memory_mb` and `timeout_sec` with the defaults when the config
-/// leaves them out.
+/// Fills `memory_mb`, `timeout_sec`, `min_instances` and `idle_timeout_sec`
+/// with the defaults when the config leaves them out.
 fn apply_defaults(planned: &mut FunctionState, config: &FunctionState) {
     fields::default_limits(
         &mut planned.memory_mb,
         &mut planned.timeout_sec,
         &config.memory_mb,
         &config.timeout_sec,
+    );
+    fields::default_scaling(
+        &mut planned.min_instances,
+        &mut planned.idle_timeout_sec,
+        &config.min_instances,
+        &config.idle_timeout_sec,
     );
 }
 
@@ -541,6 +567,8 @@ mod tests {
         s.last_built_at = v("2026-01-01T00:00:00Z");
         s.memory_mb = Value::Value(128);
         s.timeout_sec = Value::Value(30);
+        s.min_instances = Value::Value(0);
+        s.idle_timeout_sec = Value::Value(300);
         s
     }
 
@@ -564,6 +592,8 @@ mod tests {
         assert_eq!(planned.code_hash, code_hash(&cfg.source_dir));
         assert_eq!(planned.memory_mb, Value::Value(128));
         assert_eq!(planned.timeout_sec, Value::Value(30));
+        assert_eq!(planned.min_instances, Value::Value(0));
+        assert_eq!(planned.idle_timeout_sec, Value::Value(300));
         for name in [
             "id",
             "namespace",
@@ -616,6 +646,32 @@ mod tests {
         assert_eq!(planned.image_ref, prior.image_ref);
         assert_eq!(planned.phase, v("Ready"));
         assert_ne!(planned.env_vars, prior.env_vars);
+    }
+
+    #[tokio::test]
+    async fn a_scaling_change_is_in_place_and_dropping_it_plans_the_defaults() {
+        let d = src();
+        let cfg = config(d.path());
+        let prior = applied(&cfg);
+        let mut cfg2 = cfg.clone();
+        cfg2.min_instances = Value::Value(1);
+        cfg2.idle_timeout_sec = Value::Value(60);
+        let (planned, replace) = plan_update(&res(), &prior, &cfg2).await;
+        assert!(replace.is_empty());
+        assert_eq!(planned.phase, v("Ready"));
+        assert_eq!(planned.last_built_at, prior.last_built_at);
+        assert_eq!(
+            (planned.min_instances, planned.idle_timeout_sec),
+            (Value::Value(1), Value::Value(60))
+        );
+        // Removing them from the config goes back to 0 and 300 s.
+        let mut scaled = planned.clone();
+        scaled.phase = v("Ready");
+        let (planned, _) = plan_update(&res(), &scaled, &cfg).await;
+        assert_eq!(
+            (planned.min_instances, planned.idle_timeout_sec),
+            (Value::Value(0), Value::Value(300))
+        );
     }
 
     #[tokio::test]
@@ -755,6 +811,14 @@ mod tests {
             (
                 |c| c.wait_timeout_sec = Value::Value(0),
                 AttributePath::new("wait_timeout_sec"),
+            ),
+            (
+                |c| c.min_instances = Value::Value(2),
+                AttributePath::new("min_instances"),
+            ),
+            (
+                |c| c.idle_timeout_sec = Value::Value(0),
+                AttributePath::new("idle_timeout_sec"),
             ),
             (
                 |c| c.source_dir = Value::Value("/definitely/not/here".into()),

@@ -414,6 +414,43 @@ async fn function_lifecycle_with_real_terraform() {
     let (code, plan) = tf.plan_code();
     assert_eq!(code, 0, "no changes after the update:\n{plan}");
 
+    // 4b. Scaling settings: an in-place update of just those two attributes
+    //     that keeps the running process (no restart, no rebuild).
+    let py_pids = function_pids(&ns, "acc-py");
+    assert_eq!(py_pids.len(), 1, "one acc-py process");
+    let scaled = main_tf("bonjour", None).replacen(
+        "  source_dir = \"${path.module}/py\"\n",
+        "  source_dir = \"${path.module}/py\"\n  min_instances    = 1\n  idle_timeout_sec = 120\n",
+        1,
+    );
+    tf.write_main(&scaled);
+    let out = tf.run(&["plan", "-input=false", "-no-color", "-out=tfplan"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let shown: Value = serde_json::from_str(&tf.ok(&["show", "-json", "tfplan"])).unwrap();
+    let py = shown["resource_changes"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["address"] == "sless_function.py"))
+        .map(|c| c["change"].clone())
+        .unwrap_or_else(|| panic!("sless_function.py not in plan: {shown}"));
+    let (known, unknown) = changed_attrs(&py);
+    assert_eq!(known, ["idle_timeout_sec", "min_instances"], "{py}");
+    assert!(
+        unknown.is_empty(),
+        "a scaling change rebuilds nothing: {py}"
+    );
+    tf.ok(&["apply", "-input=false", "-no-color", "tfplan"]);
+    let (_, f) = api.get("acc-py").await;
+    assert_eq!(f["spec"]["min_instances"], 1, "{f}");
+    assert_eq!(f["spec"]["idle_timeout_sec"], 120, "{f}");
+    assert_eq!(f["status"]["instances"], 1, "{f}");
+    assert_eq!(
+        function_pids(&ns, "acc-py"),
+        py_pids,
+        "the process kept running"
+    );
+    let (code, plan) = tf.plan_code();
+    assert_eq!(code, 0, "no changes after the scaling update:\n{plan}");
+
     // 5. A broken requirements.txt and a wrong entrypoint: apply fails with
     //    the pip error and the entrypoint named; fixing both succeeds.
     write(

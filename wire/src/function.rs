@@ -36,6 +36,14 @@ pub struct CreateFunction {
     pub memory_mb: Option<i64>,
     /// Per-invocation timeout in seconds (default 30).
     pub timeout_sec: Option<i64>,
+    /// Processes kept running when idle: 0 (default) scales to zero after
+    /// `idle_timeout_sec`, 1 keeps one always up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_instances: Option<i64>,
+    /// Seconds without a request before a function with `min_instances = 0`
+    /// stops its process (default 300).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_sec: Option<i64>,
 }
 
 /// Body of `PATCH /v1/namespaces/{ns}/functions/{name}`: every field optional;
@@ -59,6 +67,12 @@ pub struct UpdateFunction {
     /// New timeout in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_sec: Option<i64>,
+    /// New `min_instances` (applied without a restart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_instances: Option<i64>,
+    /// New `idle_timeout_sec` (applied without a restart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_sec: Option<i64>,
 }
 
 /// The desired state of a function, validated.
@@ -75,6 +89,28 @@ pub struct FunctionSpec {
     pub memory_mb: u32,
     /// Per-invocation timeout in seconds.
     pub timeout_sec: u32,
+    /// Processes kept when idle: 0 scales to zero, 1 keeps one up.
+    #[serde(default)]
+    pub min_instances: u32,
+    /// Seconds without a request before scaling to zero.
+    #[serde(default = "default_idle_timeout_sec")]
+    pub idle_timeout_sec: u32,
+}
+
+fn default_idle_timeout_sec() -> u32 {
+    crate::limits::IDLE_TIMEOUT_SEC_DEFAULT
+}
+
+impl FunctionSpec {
+    /// True when `other` differs from this spec only in how it scales
+    /// (`min_instances`, `idle_timeout_sec`): the process keeps running.
+    pub fn same_process_as(&self, other: &FunctionSpec) -> bool {
+        FunctionSpec {
+            min_instances: other.min_instances,
+            idle_timeout_sec: other.idle_timeout_sec,
+            ..self.clone()
+        } == *other
+    }
 }
 
 /// Lifecycle phase of a function.
@@ -140,6 +176,10 @@ pub struct FunctionStatus {
     /// How often the function's process was restarted after a crash.
     #[serde(default)]
     pub restarts: u32,
+    /// Processes running now: 0 when scaled to zero (the next request
+    /// starts one), else 1.
+    #[serde(default)]
+    pub instances: u32,
 }
 
 /// A function as the API returns it.
@@ -215,6 +255,10 @@ impl CreateFunction {
         validate::env_vars("env_vars", &self.env_vars)?;
         let memory_mb = validate::memory_mb_or_default("memory_mb", self.memory_mb)?;
         let timeout_sec = validate::timeout_sec_or_default("timeout_sec", self.timeout_sec)?;
+        let min_instances =
+            validate::min_instances_or_default("min_instances", self.min_instances)?;
+        let idle_timeout_sec =
+            validate::idle_timeout_sec_or_default("idle_timeout_sec", self.idle_timeout_sec)?;
         Ok((
             name.to_string(),
             FunctionSpec {
@@ -223,6 +267,8 @@ impl CreateFunction {
                 env_vars: self.env_vars.clone(),
                 memory_mb,
                 timeout_sec,
+                min_instances,
+                idle_timeout_sec,
             },
         ))
     }
@@ -252,6 +298,12 @@ impl UpdateFunction {
         }
         if let Some(t) = self.timeout_sec {
             next.timeout_sec = validate::timeout_sec("timeout_sec", t)?;
+        }
+        if let Some(m) = self.min_instances {
+            next.min_instances = validate::min_instances("min_instances", m)?;
+        }
+        if let Some(t) = self.idle_timeout_sec {
+            next.idle_timeout_sec = validate::idle_timeout_sec("idle_timeout_sec", t)?;
         }
         Ok(next)
     }
@@ -323,5 +375,59 @@ mod tests {
         .apply_to(&spec)
         .unwrap_err();
         assert_eq!(err.field, "entrypoint");
+    }
+
+    #[test]
+    fn scaling_fields_default_validate_and_change_without_a_new_process() {
+        let (_, spec) = create().validate().unwrap();
+        assert_eq!((spec.min_instances, spec.idle_timeout_sec), (0, 300));
+        for (field, c) in [
+            (
+                "min_instances",
+                CreateFunction {
+                    min_instances: Some(2),
+                    ..create()
+                },
+            ),
+            (
+                "min_instances",
+                CreateFunction {
+                    min_instances: Some(-1),
+                    ..create()
+                },
+            ),
+            (
+                "idle_timeout_sec",
+                CreateFunction {
+                    idle_timeout_sec: Some(0),
+                    ..create()
+                },
+            ),
+            (
+                "idle_timeout_sec",
+                CreateFunction {
+                    idle_timeout_sec: Some(86_401),
+                    ..create()
+                },
+            ),
+        ] {
+            assert_eq!(c.validate().unwrap_err().field, field);
+        }
+        let next = UpdateFunction {
+            min_instances: Some(1),
+            idle_timeout_sec: Some(5),
+            ..Default::default()
+        }
+        .apply_to(&spec)
+        .unwrap();
+        assert_eq!((next.min_instances, next.idle_timeout_sec), (1, 5));
+        assert!(spec.same_process_as(&next));
+        let mut other = next.clone();
+        other.memory_mb = 512;
+        assert!(!spec.same_process_as(&other));
+        // A spec stored before these fields existed reads with the defaults.
+        let old = r#"{"runtime":"python3.11","entrypoint":"main.handler","env_vars":{},"memory_mb":128,"timeout_sec":30}"#;
+        let old: FunctionSpec = serde_json::from_str(old).unwrap();
+        assert_eq!((old.min_instances, old.idle_timeout_sec), (0, 300));
     }
 }

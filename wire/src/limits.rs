@@ -15,6 +15,18 @@ pub const TIMEOUT_SEC_MAX: u32 = 900;
 /// `timeout_sec` when none is given.
 pub const TIMEOUT_SEC_DEFAULT: u32 = 30;
 
+/// Largest `min_instances` (the local backend keeps at most one process per function).
+pub const MIN_INSTANCES_MAX: u32 = 1;
+/// `min_instances` of a function when none is given: scale to zero when idle.
+pub const MIN_INSTANCES_DEFAULT: u32 = 0;
+
+/// Shortest `idle_timeout_sec`.
+pub const IDLE_TIMEOUT_SEC_MIN: u32 = 1;
+/// Longest `idle_timeout_sec` (a day).
+pub const IDLE_TIMEOUT_SEC_MAX: u32 = 86_400;
+/// `idle_timeout_sec` when none is given.
+pub const IDLE_TIMEOUT_SEC_DEFAULT: u32 = 300;
+
 /// Longest object name: a DNS-1123 label.
 pub const NAME_MAX_LEN: usize = 63;
 /// Longest entrypoint string.

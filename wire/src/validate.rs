@@ -62,6 +62,16 @@ pub fn timeout_sec_or_default(field: &str, value: Option<i64>) -> Result<u32, Fi
     value.map_or(Ok(TIMEOUT_SEC_DEFAULT), |t| timeout_sec(field, t))
 }
 
+/// An optional `min_instances`: checked when given, [`MIN_INSTANCES_DEFAULT`] otherwise.
+pub fn min_instances_or_default(field: &str, value: Option<i64>) -> Result<u32, FieldError> {
+    value.map_or(Ok(MIN_INSTANCES_DEFAULT), |m| min_instances(field, m))
+}
+
+/// An optional `idle_timeout_sec`: checked when given, [`IDLE_TIMEOUT_SEC_DEFAULT`] otherwise.
+pub fn idle_timeout_sec_or_default(field: &str, value: Option<i64>) -> Result<u32, FieldError> {
+    value.map_or(Ok(IDLE_TIMEOUT_SEC_DEFAULT), |t| idle_timeout_sec(field, t))
+}
+
 /// A DNS-1123 label: 1..=63 characters of `a-z`, `0-9` and `-`, starting and
 /// ending with a letter or digit.
 pub fn name(field: &str, value: &str) -> Result<(), FieldError> {
@@ -160,6 +170,22 @@ pub fn memory_mb(field: &str, value: i64) -> Result<u32, FieldError> {
 /// `timeout_sec` within [`TIMEOUT_SEC_MIN`]..=[`TIMEOUT_SEC_MAX`].
 pub fn timeout_sec(field: &str, value: i64) -> Result<u32, FieldError> {
     in_range(field, value, TIMEOUT_SEC_MIN, TIMEOUT_SEC_MAX, "seconds")
+}
+
+/// `min_instances`: 0 (scale to zero when idle) or 1 (always one process).
+pub fn min_instances(field: &str, value: i64) -> Result<u32, FieldError> {
+    in_range(field, value, 0, MIN_INSTANCES_MAX, "instances")
+}
+
+/// `idle_timeout_sec` within [`IDLE_TIMEOUT_SEC_MIN`]..=[`IDLE_TIMEOUT_SEC_MAX`].
+pub fn idle_timeout_sec(field: &str, value: i64) -> Result<u32, FieldError> {
+    in_range(
+        field,
+        value,
+        IDLE_TIMEOUT_SEC_MIN,
+        IDLE_TIMEOUT_SEC_MAX,
+        "seconds",
+    )
 }
 
 fn in_range(field: &str, value: i64, min: u32, max: u32, unit: &str) -> Result<u32, FieldError> {

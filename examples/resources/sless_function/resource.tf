@@ -6,6 +6,10 @@ resource "sless_function" "hello" {
   memory_mb   = 128
   timeout_sec = 30
 
+  # Stop the process after 5 idle minutes; the next request starts it again.
+  min_instances    = 0
+  idle_timeout_sec = 300
+
   env_vars = {
     GREETING = "hello"
   }

@@ -341,7 +341,13 @@ async fn exchange(
         elapsed_ms = started.elapsed().as_millis() as u64,
         "invoked"
     );
-    let mut response = Response::new(Body::from_stream(resp.bytes_stream()));
+    // The lease (if any) lives as long as the answer's stream.
+    let lease = target.lease.clone();
+    let stream = resp.bytes_stream().map(move |chunk| {
+        let _in_flight = &lease;
+        chunk
+    });
+    let mut response = Response::new(Body::from_stream(stream));
     *response.status_mut() = status;
     *response.headers_mut() = out_headers;
     response
@@ -566,6 +572,7 @@ mod tests {
             })
         };
         let target = InvokeTarget {
+            lease: None,
             client: None,
             base_url: format!("http://{addr}"),
             timeout: std::time::Duration::from_secs(5),
@@ -611,6 +618,7 @@ mod tests {
         // The operator's own error answers are recorded at once, with the id.
         server.abort();
         let refused = InvokeTarget {
+            lease: None,
             client: None,
             base_url: format!("http://127.0.0.1:{}", {
                 let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -662,6 +670,7 @@ mod tests {
             l.local_addr().unwrap().port()
         };
         let target = InvokeTarget {
+            lease: None,
             client: None,
             base_url: format!("http://127.0.0.1:{port}"),
             timeout: std::time::Duration::from_secs(2),
@@ -689,6 +698,7 @@ mod tests {
             }
         });
         let target = InvokeTarget {
+            lease: None,
             client: None,
             base_url: format!("http://{addr}"),
             timeout: std::time::Duration::from_millis(300),

@@ -330,6 +330,8 @@ pub fn to_wire(f: &Function) -> Result<sless_wire::Function> {
             last_built_at: st.last_built_at.clone(),
             invoke_path: paths::function_invoke(&ns, &name),
             restarts: st.restarts,
+            // The Deployment keeps one replica while Ready (no scale to zero yet).
+            instances: u32::from(phase == Phase::Ready),
         },
         namespace: ns,
         name,
@@ -508,6 +510,7 @@ fn ready_target(
 ) -> Result<InvokeTarget> {
     match phase {
         Phase::Ready => Ok(InvokeTarget {
+            lease: None,
             client: None,
             base_url: builders::service_url(owner, ns, name),
             timeout: Duration::from_secs(u64::from(timeout_sec)),

@@ -78,6 +78,15 @@ pub struct FunctionSpec {
     /// Per-invocation timeout in seconds.
     #[schemars(range(min = 1, max = 900))]
     pub timeout_sec: u32,
+    /// Pods kept when idle: 0 or 1. The kube backend keeps one pod running
+    /// either way for now (see docs/kube-backend.md).
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 1))]
+    pub min_instances: u32,
+    /// Seconds without a request before scaling to zero.
+    #[serde(default = "default_idle_timeout_sec")]
+    #[schemars(range(min = 1, max = 86400))]
+    pub idle_timeout_sec: u32,
     /// The uploaded code; absent until the first upload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<CodeRef>,
@@ -470,6 +479,10 @@ pub fn all_crds_yaml() -> Result<String, serde_yaml::Error> {
     Ok(out)
 }
 
+fn default_idle_timeout_sec() -> u32 {
+    sless_wire::limits::IDLE_TIMEOUT_SEC_DEFAULT
+}
+
 impl From<&sless_wire::function::FunctionSpec> for FunctionSpec {
     fn from(s: &sless_wire::function::FunctionSpec) -> Self {
         FunctionSpec {
@@ -478,6 +491,8 @@ impl From<&sless_wire::function::FunctionSpec> for FunctionSpec {
             env_vars: s.env_vars.clone(),
             memory_mb: s.memory_mb,
             timeout_sec: s.timeout_sec,
+            min_instances: s.min_instances,
+            idle_timeout_sec: s.idle_timeout_sec,
             code: None,
         }
     }
@@ -493,6 +508,8 @@ impl FunctionSpec {
             env_vars: self.env_vars.clone(),
             memory_mb: self.memory_mb,
             timeout_sec: self.timeout_sec,
+            min_instances: self.min_instances,
+            idle_timeout_sec: self.idle_timeout_sec,
         })
     }
 
@@ -560,6 +577,8 @@ mod tests {
             env_vars: [("B".to_string(), "2".to_string())].into(),
             memory_mb: 256,
             timeout_sec: 10,
+            min_instances: 1,
+            idle_timeout_sec: 60,
         };
         let crd = FunctionSpec::from(&wire);
         assert_eq!(crd.to_wire().unwrap(), wire);

@@ -492,6 +492,8 @@ mod tests {
                 env_vars: Default::default(),
                 memory_mb: 128,
                 timeout_sec: 30,
+                min_instances: 0,
+                idle_timeout_sec: 300,
             },
             status: FunctionStatus {
                 phase: Phase::Pending,
@@ -502,6 +504,7 @@ mod tests {
                 last_built_at: None,
                 invoke_path: String::new(),
                 restarts: 0,
+                instances: 0,
             },
             created_at: now_rfc3339(),
             updated_at: now_rfc3339(),

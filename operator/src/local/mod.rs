@@ -21,6 +21,7 @@ pub mod logs;
 pub mod objects;
 pub mod process;
 pub mod sandbox;
+pub mod scale;
 pub mod services;
 pub mod store;
 pub mod supervisor;
@@ -45,7 +46,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use store::CodeStore;
 use supervisor::Launch;
-use workload::{Served, Slot};
+use workload::{Ended, Served, Slot};
 
 /// Options of the local backend. Build it with [`LocalOptions::new`] and
 /// adjust fields as needed.
@@ -111,6 +112,10 @@ enum Plan {
     Build,
     /// Start from the existing build (building when it is missing).
     Restart,
+    /// A function that scales to zero, after an operator restart: at zero
+    /// on its existing build until a request comes (built and started at
+    /// once when the build is missing).
+    Idle,
 }
 
 impl Plan {
@@ -258,6 +263,8 @@ impl LocalBackend {
         let mut restored = 0;
         for f in inner.db.all_functions()? {
             let plan = match f.status.phase {
+                // Scaled-down or not, it waits for its first request.
+                Phase::Ready if f.spec.min_instances == 0 => Plan::Idle,
                 Phase::Ready => Plan::Restart,
                 Phase::Building => Plan::Build,
                 _ => continue,
@@ -505,9 +512,12 @@ impl Inner {
         };
         let runtime = f.spec.runtime;
         let existing = match plan {
-            Plan::Restart => build::load_built(&self.opts.data_dir, &key.0, &key.1, &sha, runtime),
+            Plan::Restart | Plan::Idle => {
+                build::load_built(&self.opts.data_dir, &key.0, &key.1, &sha, runtime)
+            }
             Plan::Build => None,
         };
+        let start_at_zero = plan == Plan::Idle && existing.is_some();
         let built_now = existing.is_none();
         let built = match existing {
             Some(b) => b,
@@ -537,42 +547,59 @@ impl Inner {
             Ok(l) => l,
             Err(msg) => return self.fail::<Function>(&key, generation, msg).await,
         };
-        self.build_log::<Function>(
-            &key,
-            &format!(
-                "starting {} (entrypoint {}) in {}",
-                runtime,
-                f.spec.entrypoint,
-                built.src.display()
-            ),
-        );
+        let scale = match self.lock_slots().get(&key) {
+            Some(slot) if slot.generation == generation => slot.scale.clone(),
+            _ => return,
+        };
+        scale.configure(f.spec.min_instances, f.spec.idle_timeout_sec);
         let sink = self.run_sink::<Function>(&key);
-        let proc = match supervisor::start(&launch, &self.db, sink.clone()).await {
-            Ok(p) => p,
-            Err(msg) => {
-                let msg = format!("entrypoint {:?} failed to start: {msg}", f.spec.entrypoint);
-                return self.fail::<Function>(&key, generation, msg).await;
+        let mut first = None;
+        if start_at_zero {
+            let mut slots = self.lock_slots();
+            match slots.get_mut(&key) {
+                Some(slot) if slot.generation == generation => slot.at_zero = true,
+                _ => return,
             }
-        };
-        let image_ref = format!("local/{}/{}:{}", key.0, key.1, build::short_sha(&sha));
-        let Some(old) = self.go_live::<Function>(&key, generation, &proc, |s| {
-            s.phase = Phase::Ready;
-            s.message = None;
-            s.image_ref = Some(image_ref);
-            if built_now || s.last_built_at.is_none() {
-                s.last_built_at = Some(now_rfc3339());
-            }
-        }) else {
-            return; // dropping `proc` kills it
-        };
-        self.build_log::<Function>(
-            &key,
-            &format!("ready: pid {} serving on {}", proc.pid, proc.endpoint()),
-        );
-        self.retire(old).await;
-        self.prune_builds(&key, &sha);
+            self.write_status(&key, |s| s.instances = 0);
+        } else {
+            self.build_log::<Function>(
+                &key,
+                &format!(
+                    "starting {} (entrypoint {}) in {}",
+                    runtime,
+                    f.spec.entrypoint,
+                    built.src.display()
+                ),
+            );
+            let proc = match supervisor::start(&launch, &self.db, sink.clone()).await {
+                Ok(p) => p,
+                Err(msg) => {
+                    let msg = format!("entrypoint {:?} failed to start: {msg}", f.spec.entrypoint);
+                    return self.fail::<Function>(&key, generation, msg).await;
+                }
+            };
+            let image_ref = format!("local/{}/{}:{}", key.0, key.1, build::short_sha(&sha));
+            let Some(old) = self.go_live::<Function>(&key, generation, &proc, |s| {
+                s.phase = Phase::Ready;
+                s.message = None;
+                s.instances = 1;
+                s.image_ref = Some(image_ref);
+                if built_now || s.last_built_at.is_none() {
+                    s.last_built_at = Some(now_rfc3339());
+                }
+            }) else {
+                return; // dropping `proc` kills it
+            };
+            self.build_log::<Function>(
+                &key,
+                &format!("ready: pid {} serving on {}", proc.pid, proc.endpoint()),
+            );
+            self.retire(old).await;
+            self.prune_builds(&key, &sha);
+            first = Some(proc);
+        }
         let (inner, k, launch) = (&*self, &key, &launch);
-        let restart = move || {
+        let restart = || {
             let sink = sink.clone();
             async move {
                 // A spec change would have started a newer generation; a
@@ -583,8 +610,151 @@ impl Inner {
                 Some(supervisor::start(launch, &inner.db, sink).await)
             }
         };
-        self.supervise::<Function, _>(&key, generation, proc, restart)
-            .await;
+        loop {
+            let proc = match first.take() {
+                Some(p) => p,
+                None => match self
+                    .cold_start(&key, generation, launch, &sink, &scale)
+                    .await
+                {
+                    Some(p) => p,
+                    None => return,
+                },
+            };
+            let ended = self
+                .supervise::<Function, _>(&key, generation, proc, &restart, Some(&scale))
+                .await;
+            match ended {
+                Ended::Gone => return,
+                Ended::Idle(proc) => {
+                    sink(&format!(
+                        "sless: no request for {} s; stopping the process (scaled to zero; the next request starts it)",
+                        f.spec.idle_timeout_sec
+                    ));
+                    proc.stop(self.opts.stop_grace).await;
+                    if let Some(slot) = self.lock_slots().get_mut(&key) {
+                        slot.stopping = None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// At zero: waits for a request (or `min_instances = 1`) and starts the
+    /// process, telling the waiting requests when it is live or failed.
+    /// `None` when the generation is no longer current.
+    async fn cold_start(
+        &self,
+        key: &Key,
+        generation: u64,
+        launch: &Launch,
+        sink: &supervisor::LineSink,
+        scale: &scale::Scale,
+    ) -> Option<Arc<supervisor::Proc>> {
+        loop {
+            scale.woken().await;
+            {
+                let mut slots = self.lock_slots();
+                let slot = slots.get_mut(key).filter(|s| s.generation == generation)?;
+                if !slot.wanted && !scale.keeps_one() {
+                    continue; // a wake-up left over from an earlier start
+                }
+                slot.cold_error = None;
+            }
+            let t0 = std::time::Instant::now();
+            let started = supervisor::start(launch, &self.db, sink.clone()).await;
+            let mut slots = self.lock_slots();
+            let slot = slots.get_mut(key).filter(|s| s.generation == generation)?;
+            slot.wanted = false;
+            match started {
+                Ok(p) => {
+                    slot.active = Some(p.clone());
+                    slot.at_zero = false;
+                    scale.touch();
+                    self.write_status(key, |s| {
+                        s.instances = 1;
+                        s.message = None;
+                    });
+                    drop(slots);
+                    scale.announce();
+                    self.write_pid_file::<Function>(key, &p);
+                    sink(&format!(
+                        "sless: cold start: pid {} ready in {} ms",
+                        p.pid,
+                        t0.elapsed().as_millis()
+                    ));
+                    return Some(p);
+                }
+                Err(msg) => {
+                    slot.cold_error = Some(msg.clone());
+                    self.write_status(key, |s| {
+                        s.message = Some(format!("the last cold start failed: {msg}"));
+                    });
+                    drop(slots);
+                    scale.announce();
+                    sink(&format!("sless: cold start failed: {msg}"));
+                }
+            }
+        }
+    }
+
+    /// Where a request for `f` goes: its live process; for a function at
+    /// zero, the process the request's wake-up starts (the request is held
+    /// until it is ready, within `timeout_sec`).
+    async fn function_target(&self, f: &Function) -> Result<InvokeTarget> {
+        let k = key(&f.namespace, &f.name);
+        let timeout = Duration::from_secs(u64::from(f.spec.timeout_sec));
+        let not_serving =
+            || workload::not_serving::<Function>(&k, f.status.phase, f.status.message.clone());
+        let mut changed = {
+            let mut slots = self.lock_slots();
+            let Some(slot) = slots.get_mut(&k) else {
+                return Err(not_serving());
+            };
+            if let Some(t) = slot.target(timeout, true) {
+                return Ok(t);
+            }
+            if !(slot.at_zero && f.status.phase == Phase::Ready) {
+                return Err(not_serving());
+            }
+            slot.wanted = true;
+            let rx = slot.scale.subscribe();
+            slot.scale.wake();
+            rx
+        };
+        let t0 = std::time::Instant::now();
+        let name = &f.name;
+        let wait = async {
+            loop {
+                if changed.changed().await.is_err() {
+                    return Err(Error::NotReady(format!(
+                        "function {name:?} was changed or deleted while starting"
+                    )));
+                }
+                let slots = self.lock_slots();
+                let Some(slot) = slots.get(&k) else {
+                    return Err(Self::not_found(&k.0, name));
+                };
+                // The rest of the timeout is the request's.
+                let left = timeout.saturating_sub(t0.elapsed());
+                if let Some(t) = slot.target(left.max(Duration::from_millis(100)), true) {
+                    return Ok(t);
+                }
+                if let Some(why) = &slot.cold_error {
+                    return Err(Error::NotReady(format!(
+                        "function {name:?} could not start: {why}"
+                    )));
+                }
+            }
+        };
+        tokio::time::timeout(timeout, wait)
+            .await
+            .unwrap_or_else(|_| {
+                Err(Error::NotReady(format!(
+                    "function {name:?} did not start within its timeout_sec ({} s)",
+                    f.spec.timeout_sec
+                )))
+            })
     }
 
     fn not_found(ns: &str, name: &str) -> Error {
@@ -617,9 +787,15 @@ impl Served for Function {
     fn failed(s: &mut FunctionStatus, message: String) {
         s.phase = Phase::Failed;
         s.message = Some(message);
+        s.instances = 0;
+    }
+
+    fn scaled_down(s: &mut FunctionStatus) {
+        s.instances = 0;
     }
 
     fn exited(s: &mut FunctionStatus, how: &str, delay: Duration) -> u32 {
+        s.instances = 0;
         s.restarts += 1;
         s.message = Some(format!(
             "the process {how}; restarting in {} ms (restart {})",
@@ -630,6 +806,7 @@ impl Served for Function {
     }
 
     fn restarted(s: &mut FunctionStatus, how: &str, restarts: u32) {
+        s.instances = 1;
         s.message = Some(format!(
             "restarted after the process {how} (restart {restarts})"
         ));
@@ -680,6 +857,7 @@ impl Backend for LocalBackend {
                 last_built_at: None,
                 invoke_path: paths::function_invoke(namespace, name),
                 restarts: 0,
+                instances: 0,
             },
             created_at: now.clone(),
             updated_at: now,
@@ -710,11 +888,21 @@ impl Backend for LocalBackend {
             return Ok(f);
         }
         let new_runtime = (next.runtime != f.spec.runtime).then_some(next.runtime);
+        let restart = !next.same_process_as(&f.spec);
+        if let Some(slot) = slots.get_mut(&key(namespace, name)) {
+            slot.scale
+                .configure(next.min_instances, next.idle_timeout_sec);
+            if !restart && next.min_instances > 0 && slot.at_zero {
+                // Up to one instance now: start it without waiting for a request.
+                slot.wanted = true;
+                slot.scale.wake();
+            }
+        }
         f.spec = next;
         f.updated_at = now_rfc3339();
         let s = &mut f.status;
         let code = s.code_sha256.as_deref();
-        let plan = Plan::for_update(code, new_runtime, true, &mut s.phase, &mut s.message);
+        let plan = Plan::for_update(code, new_runtime, restart, &mut s.phase, &mut s.message);
         inner.db.save_function(&f)?;
         if let Some(plan) = plan {
             inner.schedule_locked(&mut slots, key(namespace, name), plan);
@@ -734,7 +922,7 @@ impl Backend for LocalBackend {
             if let Some(w) = slot.worker {
                 w.abort();
             }
-            if let Some(p) = slot.active {
+            for p in [slot.active, slot.stopping].into_iter().flatten() {
                 p.stop(inner.opts.stop_grace).await;
             }
         }
@@ -795,12 +983,7 @@ impl Backend for LocalBackend {
 
     async fn invoke_target(&self, namespace: &str, name: &str) -> Result<InvokeTarget> {
         let f = self.inner.get(namespace, name)?;
-        self.inner.serving_target::<Function>(
-            &key(namespace, name),
-            f.spec.timeout_sec,
-            f.status.phase,
-            f.status.message,
-        )
+        self.inner.function_target(&f).await
     }
 
     async fn create_trigger(
@@ -938,9 +1121,8 @@ impl Backend for LocalBackend {
             if let Some(w) = slot.worker {
                 w.abort();
             }
-            if let Some(p) = slot.active {
-                procs.push(p);
-            }
+            procs.extend(slot.active);
+            procs.extend(slot.stopping);
         }
         let grace = inner.opts.stop_grace;
         futures_util::future::join_all(procs.iter().map(|p| p.stop(grace))).await;

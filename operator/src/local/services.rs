@@ -148,7 +148,8 @@ impl Inner {
             };
             Some(inner.start_service(&svc, built).await)
         };
-        self.supervise::<Service, _>(&k, generation, proc, restart)
+        // Services do not scale to zero.
+        self.supervise::<Service, _>(&k, generation, proc, restart, None)
             .await;
     }
 

@@ -9,6 +9,7 @@
 //! restart loop with backoff.
 
 use super::build::{self, Built};
+use super::scale::Scale;
 use super::supervisor::{Backoff, LineSink, Proc};
 use super::{Inner, Key, SWITCH_DRAIN, pid_file};
 use crate::backend::{CodeBundle, InvokeTarget};
@@ -51,6 +52,40 @@ pub struct Slot {
     pub worker: Option<tokio::task::JoinHandle<()>>,
     /// The process traffic goes to.
     pub active: Option<Arc<Proc>>,
+    /// Demand on a function (requests in flight, the last one, its settings).
+    pub scale: Arc<Scale>,
+    /// True while a function is scaled to zero and its worker waits for a
+    /// request.
+    pub at_zero: bool,
+    /// Set by a request for a function at zero; the worker starts it.
+    pub wanted: bool,
+    /// Why the last cold start failed (for the requests that waited on it).
+    pub cold_error: Option<String>,
+    /// A process being stopped for being idle (a delete waits for it too).
+    pub stopping: Option<Arc<Proc>>,
+}
+
+impl Slot {
+    /// Where a request goes now: the live process, if any, with `timeout`;
+    /// with `leased`, the request holds a [`Scale`] lease while in flight.
+    pub fn target(&self, timeout: Duration, leased: bool) -> Option<InvokeTarget> {
+        let p = self.active.as_ref().filter(|p| !p.has_exited())?;
+        Some(InvokeTarget {
+            base_url: p.base_url(),
+            client: p.client(),
+            timeout,
+            lease: leased.then(|| Arc::new(self.scale.lease()) as crate::backend::Lease),
+        })
+    }
+}
+
+/// Why [`Inner::supervise`] returned.
+pub(super) enum Ended {
+    /// The object is gone or a newer worker took over.
+    Gone,
+    /// Idle for its `idle_timeout_sec`: the process was taken out of the
+    /// slot (which is now at zero) and is to be stopped.
+    Idle(Arc<Proc>),
 }
 
 /// True while `generation` is the current one of `k`'s slot.
@@ -81,6 +116,8 @@ pub(super) trait Served {
     fn restarted(s: &mut Self::Status, how: &str, restarts: u32);
     /// After a failed restart attempt (the next in `delay`).
     fn retrying(s: &mut Self::Status, msg: &str, delay: Duration, restarts: u32);
+    /// Once its process was stopped for being idle (functions only).
+    fn scaled_down(_s: &mut Self::Status) {}
 }
 
 /// The on-disk identity of a job or service: `<prefix>.<name>`.
@@ -147,7 +184,7 @@ impl Inner {
     }
 
     /// Writes `<data-dir>/run/<ns>/<id>.pid`: "PID PORT" of the serving process.
-    fn write_pid_file<S: Served>(&self, k: &Key, proc: &Proc) {
+    pub(super) fn write_pid_file<S: Served>(&self, k: &Key, proc: &Proc) {
         let path = pid_file(&self.opts.data_dir, &k.0, &S::id(&k.1));
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
@@ -168,7 +205,12 @@ impl Inner {
                 return;
             }
             S::write_status(self, k, |s| S::failed(s, message.clone()));
-            slots.get_mut(k).and_then(|s| s.active.take())
+            slots.get_mut(k).and_then(|s| {
+                s.at_zero = false;
+                s.cold_error = Some(message.clone());
+                s.scale.announce();
+                s.active.take()
+            })
         };
         self.build_log::<S>(k, &format!("FAILED: {message}"));
         self.remove_pid_file::<S>(k);
@@ -194,9 +236,15 @@ impl Inner {
                 return None;
             }
             S::write_status(self, k, ready);
-            slots
-                .get_mut(k)
-                .and_then(|s| s.active.replace(proc.clone()))
+            slots.get_mut(k).and_then(|s| {
+                s.at_zero = false;
+                s.wanted = false;
+                s.cold_error = None;
+                // The idle time counts from now.
+                s.scale.touch();
+                s.scale.announce();
+                s.active.replace(proc.clone())
+            })
         };
         self.write_pid_file::<S>(k, proc);
         Some(old)
@@ -213,20 +261,39 @@ impl Inner {
 
     /// Restarts `k`'s process with backoff whenever it exits, for as long as
     /// `generation` is current. `start` starts a new process (`None` when
-    /// the object is gone, which ends the loop).
+    /// the object is gone, which ends the loop). With `idle` (a function
+    /// that may scale to zero), returns [`Ended::Idle`] once it has been
+    /// idle for its `idle_timeout_sec`.
     pub(super) async fn supervise<S: Served, F>(
         &self,
         k: &Key,
         generation: u64,
         mut proc: Arc<Proc>,
         start: impl Fn() -> F,
-    ) where
+        idle: Option<&Scale>,
+    ) -> Ended
+    where
         F: Future<Output = Option<std::result::Result<Arc<Proc>, String>>>,
     {
         let mut backoff = Backoff::default();
         let sink = self.run_sink::<S>(k);
         loop {
-            let how = proc.wait_exit().await;
+            let how = loop {
+                let idle_now = async {
+                    match idle {
+                        Some(scale) => scale.until_idle().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    how = proc.wait_exit() => break how,
+                    () = idle_now => {
+                        if let Some(ended) = self.take_if_idle::<S>(k, generation, &proc) {
+                            return ended;
+                        }
+                    }
+                }
+            };
             let mut delay = backoff.delay(proc.started.elapsed());
             let mut restarts = 0;
             {
@@ -238,7 +305,7 @@ impl Inner {
                     {
                         s.active = None;
                     }
-                    _ => return,
+                    _ => return Ended::Gone,
                 }
                 S::write_status(self, k, |s| restarts = S::exited(s, &how, delay));
             }
@@ -251,13 +318,13 @@ impl Inner {
             loop {
                 tokio::time::sleep(delay).await;
                 let Some(started) = start().await else {
-                    return;
+                    return Ended::Gone;
                 };
                 match started {
                     Ok(p) => {
                         let mut slots = S::slots(self).lock();
                         if !is_current(&slots, k, generation) {
-                            return;
+                            return Ended::Gone;
                         }
                         if let Some(s) = slots.get_mut(k) {
                             s.active = Some(p.clone());
@@ -283,6 +350,33 @@ impl Inner {
         }
     }
 
+    /// Under the slots' lock: when `proc` still serves the current
+    /// generation and nothing used it since the idle check, takes it out of
+    /// the slot, marks the slot at zero and the status 0 instances.
+    /// `None` when a request came in between (keep serving).
+    fn take_if_idle<S: Served>(&self, k: &Key, generation: u64, proc: &Arc<Proc>) -> Option<Ended> {
+        let mut slots = S::slots(self).lock();
+        let Some(slot) = slots.get_mut(k) else {
+            return Some(Ended::Gone);
+        };
+        if slot.generation != generation
+            || !slot.active.as_ref().is_some_and(|a| Arc::ptr_eq(a, proc))
+        {
+            return Some(Ended::Gone);
+        }
+        if slot.scale.idle_in().is_some() {
+            return None;
+        }
+        let taken = slot.active.take()?;
+        slot.stopping = Some(taken.clone());
+        slot.at_zero = true;
+        slot.wanted = false;
+        S::write_status(self, k, S::scaled_down);
+        drop(slots);
+        self.remove_pid_file::<S>(k);
+        Some(Ended::Idle(taken))
+    }
+
     /// Where `k`'s traffic goes (the process serving it, with `timeout_sec`),
     /// or why it cannot go anywhere now (its `phase` and status `message`).
     pub(super) fn serving_target<S: Served>(
@@ -292,28 +386,31 @@ impl Inner {
         phase: Phase,
         message: Option<String>,
     ) -> Result<InvokeTarget> {
-        let active = S::slots(self)
+        let timeout = Duration::from_secs(u64::from(timeout_sec));
+        if let Some(t) = S::slots(self)
             .lock()
             .get(k)
-            .and_then(|s| s.active.clone())
-            .filter(|p| !p.has_exited());
-        if let Some(p) = active {
-            return Ok(InvokeTarget {
-                base_url: p.base_url(),
-                client: p.client(),
-                timeout: Duration::from_secs(u64::from(timeout_sec)),
-            });
+            .and_then(|s| s.target(timeout, false))
+        {
+            return Ok(t);
         }
-        let (noun, name, why) = (S::NOUN, &k.1, message.unwrap_or_default());
-        Err(Error::NotReady(match phase {
-            Phase::Pending => format!("{noun} {name:?} has no code yet: upload code first"),
-            Phase::Building => format!("{noun} {name:?} is building: {why}"),
-            Phase::Failed => format!("{noun} {name:?} failed: {why}"),
-            Phase::Deleting => format!("{noun} {name:?} is being deleted"),
-            Phase::Ready => format!("{noun} {name:?} is (re)starting its process: {why}"),
-        }))
+        Err(not_serving::<S>(k, phase, message))
     }
+}
 
+/// Why `k` cannot take a request now, from its `phase` and status `message`.
+pub(super) fn not_serving<S: Served>(k: &Key, phase: Phase, message: Option<String>) -> Error {
+    let (noun, name, why) = (S::NOUN, &k.1, message.unwrap_or_default());
+    Error::NotReady(match phase {
+        Phase::Pending => format!("{noun} {name:?} has no code yet: upload code first"),
+        Phase::Building => format!("{noun} {name:?} is building: {why}"),
+        Phase::Failed => format!("{noun} {name:?} failed: {why}"),
+        Phase::Deleting => format!("{noun} {name:?} is being deleted"),
+        Phase::Ready => format!("{noun} {name:?} is (re)starting its process: {why}"),
+    })
+}
+
+impl Inner {
     /// Fails with `NotFound` when the namespace was never ensured.
     pub(super) fn require_namespace(&self, ns: &str) -> Result<()> {
         if self.db.namespace_exists(ns)? {
@@ -420,6 +517,8 @@ impl Inner {
                 env_vars: spec.env_vars.clone(),
                 memory_mb: spec.memory_mb,
                 timeout_sec: spec.timeout_sec,
+                min_instances: 1,
+                idle_timeout_sec: sless_wire::limits::IDLE_TIMEOUT_SEC_DEFAULT,
             },
             status: FunctionStatus {
                 phase: Phase::Building,
@@ -430,6 +529,7 @@ impl Inner {
                 last_built_at: None,
                 invoke_path: paths::function_invoke(ns, id),
                 restarts: 0,
+                instances: 0,
             },
             created_at: String::new(),
             updated_at: String::new(),

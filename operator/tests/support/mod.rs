@@ -437,3 +437,34 @@ pub fn node_hello_zip() -> Vec<u8> {
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
+
+/// Host pids of the runtime servers (`server.py` / `server.js`) whose
+/// environment has `SLESS_FUNCTION=name` and `SLESS_NAMESPACE=ns`.
+pub fn runtime_pids(ns: &str, name: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return pids;
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let env = std::fs::read(e.path().join("environ")).unwrap_or_default();
+        let env = String::from_utf8_lossy(&env);
+        let has = |kv: &str| env.split('\0').any(|x| x == kv);
+        if has(&format!("SLESS_FUNCTION={name}")) && has(&format!("SLESS_NAMESPACE={ns}")) {
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd);
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            if (cmd.contains("server.py") || cmd.contains("server.js")) && !stat.contains(") Z ") {
+                pids.push(pid);
+            }
+        }
+    }
+    pids
+}
+
+/// Host pid of the runtime server of `ns/name` (see [`runtime_pids`]).
+pub fn runtime_pid(ns: &str, name: &str) -> Option<u32> {
+    runtime_pids(ns, name).into_iter().next()
+}
