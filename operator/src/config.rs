@@ -132,6 +132,20 @@ pub struct SandboxArgs {
     /// CPU quota of one function, job or service, in cores (e.g. 0.5, 1, 2).
     #[arg(long, env = "SLESS_SANDBOX_CPUS", default_value_t = 1.0, value_parser = parse_cpus)]
     pub sandbox_cpus: f64,
+
+    /// Cold-start Python functions by forking a pre-imported zygote of
+    /// their namespace (`on`), or start every process fresh (`off`).
+    #[arg(long, env = "SLESS_ZYGOTE", value_enum, default_value_t = Toggle::On)]
+    pub zygote: Toggle,
+}
+
+/// `on` or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Toggle {
+    /// Enabled.
+    On,
+    /// Disabled.
+    Off,
 }
 
 impl SandboxArgs {

@@ -11,6 +11,9 @@ pub const SERVER_PY: &str = include_str!("../runtimes/server.py");
 /// `server.js`, the Node.js runtime server (no dependencies).
 pub const SERVER_JS: &str = include_str!("../runtimes/server.js");
 
+/// `zygote.py`, the pre-imported Python runtime that forks cold starts.
+pub const ZYGOTE_PY: &str = include_str!("../runtimes/zygote.py");
+
 /// Name of the directory under the data dir that holds the runtime servers.
 pub const RUNTIMES_DIR: &str = "runtimes";
 
@@ -23,6 +26,8 @@ pub struct RuntimePaths {
     pub python: PathBuf,
     /// `server.js`.
     pub node: PathBuf,
+    /// `zygote.py`.
+    pub zygote_py: PathBuf,
 }
 
 impl RuntimePaths {
@@ -42,7 +47,12 @@ pub fn install(data_dir: &Path) -> std::io::Result<RuntimePaths> {
     std::fs::create_dir_all(&dir)?;
     let python = dir.join("server.py");
     let node = dir.join("server.js");
-    for (path, text) in [(&python, SERVER_PY), (&node, SERVER_JS)] {
+    let zygote_py = dir.join("zygote.py");
+    for (path, text) in [
+        (&python, SERVER_PY),
+        (&node, SERVER_JS),
+        (&zygote_py, ZYGOTE_PY),
+    ] {
         let tmp = path.with_extension("tmp");
         std::fs::write(&tmp, text)?;
         // Readable by sandboxed user processes whatever the umask.
@@ -50,7 +60,12 @@ pub fn install(data_dir: &Path) -> std::io::Result<RuntimePaths> {
         std::fs::rename(&tmp, path)?;
     }
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
-    Ok(RuntimePaths { dir, python, node })
+    Ok(RuntimePaths {
+        dir,
+        python,
+        node,
+        zygote_py,
+    })
 }
 
 #[cfg(test)]
@@ -66,6 +81,10 @@ mod tests {
         let paths = install(tmp.path()).unwrap();
         assert_eq!(std::fs::read_to_string(&paths.python).unwrap(), SERVER_PY);
         assert_eq!(std::fs::read_to_string(&paths.node).unwrap(), SERVER_JS);
+        assert_eq!(
+            std::fs::read_to_string(&paths.zygote_py).unwrap(),
+            ZYGOTE_PY
+        );
         assert_eq!(paths.server_for(Language::Node), paths.node.as_path());
     }
 }

@@ -12,7 +12,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sless_wire::{Phase, paths};
 use std::time::{Duration, Instant};
-use support::{Client, Operator, runtime_pids, zip_of};
+use support::{Client, Operator, zip_of};
 
 const READY: Duration = Duration::from_secs(90);
 
@@ -26,6 +26,20 @@ fn instance_zip() -> Vec<u8> {
 INSTANCE = uuid.uuid4().hex
 
 def handler(event, context):
+    body = event.get("body") or {}
+    if isinstance(body, dict) and body.get("hog_mb"):
+        hog = bytearray(body["hog_mb"] * 1024 * 1024)
+        for i in range(0, len(hog), 4096):
+            hog[i] = 1
+    print("handled by", INSTANCE, flush=True)
+    if isinstance(body, dict) and body.get("read"):
+        seen = {}
+        for path in body["read"]:
+            try:
+                seen[path] = "read %d bytes" % len(open(path, "rb").read())
+            except OSError as e:
+                seen[path] = "blocked: %s" % type(e).__name__
+        return {"seen": seen}
     return {
         "instance": INSTANCE,
         "greeting": os.environ.get("GREETING"),
@@ -83,6 +97,24 @@ fn pid_file(op: &Operator, c: &Client, name: &str) -> std::path::PathBuf {
         .join(format!("{name}.pid"))
 }
 
+/// The host pid of the process serving `name` now (its pid file), if any.
+fn serving_pid(op: &Operator, c: &Client, name: &str) -> Option<u32> {
+    let text = std::fs::read_to_string(pid_file(op, c, name)).ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+}
+
+async fn wait_dead(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(pid) {
+        assert!(Instant::now() < deadline, "process {pid} is still running");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_function_scales_to_zero_and_the_first_requests_start_one_process() {
     let op = Operator::start();
@@ -92,20 +124,13 @@ async fn an_idle_function_scales_to_zero_and_the_first_requests_start_one_proces
     assert_eq!(f["spec"]["min_instances"], 0, "default min_instances: {f}");
     assert_eq!(f["spec"]["idle_timeout_sec"], 2);
     let first = invoke_json(&c, "idle").await;
-    assert_eq!(runtime_pids(&c.namespace, "idle").len(), 1);
-    assert!(pid_file(&op, &c, "idle").exists());
+    let pid1 = serving_pid(&op, &c, "idle").expect("a pid file while up");
+    assert!(alive(pid1));
 
     // Two seconds without a request: the process goes, the function stays Ready.
     let at_zero = wait_instances(&c, "idle", 0, Duration::from_secs(15)).await;
     assert_eq!(at_zero["status"]["phase"], "Ready", "{at_zero}");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !runtime_pids(&c.namespace, "idle").is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the idle process is still running"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_dead(pid1).await;
     assert!(!pid_file(&op, &c, "idle").exists(), "pid file left at zero");
     let run_log = c.logs("idle", "run").await;
     assert!(run_log.contains("scaled to zero"), "run log: {run_log}");
@@ -116,7 +141,8 @@ async fn an_idle_function_scales_to_zero_and_the_first_requests_start_one_proces
         answers.iter().map(|a| a["instance"].to_string()).collect();
     assert_eq!(instances.len(), 1, "one process answered all: {answers:?}");
     assert_ne!(answers[0]["instance"], first["instance"], "a new process");
-    assert_eq!(runtime_pids(&c.namespace, "idle").len(), 1);
+    let pid2 = serving_pid(&op, &c, "idle").expect("a pid file after the cold start");
+    assert!(alive(pid2) && pid2 != pid1);
     let run_log = c.logs("idle", "run").await;
     assert_eq!(
         run_log.matches("cold start: pid").count(),
@@ -125,7 +151,29 @@ async fn an_idle_function_scales_to_zero_and_the_first_requests_start_one_proces
     );
     wait_instances(&c, "idle", 1, Duration::from_secs(5)).await;
 
-    // The cold-started process sees what the first one saw.
+    // It was forked by the namespace's pre-imported zygote, not started fresh.
+    let cmdline = std::fs::read(format!("/proc/{pid2}/cmdline")).unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&cmdline).contains("zygote.py"),
+        "not forked from the zygote: {:?}\nrun log:\n{run_log}",
+        String::from_utf8_lossy(&cmdline)
+    );
+    eprintln!(
+        "{}",
+        run_log
+            .lines()
+            .filter(|l| l.contains("cold start"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+
+    // The cold-started process sees what the first one saw, and its output
+    // reaches the function's run log.
+    let instance = answers[0]["instance"].as_str().unwrap().to_string();
+    assert!(
+        run_log.contains(&format!("handled by {instance}")),
+        "run log: {run_log}"
+    );
     for key in ["greeting", "memory_mb", "cwd", "uid"] {
         assert_eq!(
             answers[0][key], first[key],
@@ -142,13 +190,87 @@ async fn an_idle_function_scales_to_zero_and_the_first_requests_start_one_proces
         assert_eq!(a["instance"], answers[0]["instance"]);
     }
 
+    // Forked from its namespace's zygote, it still sees nothing of another
+    // namespace, nor the operator's key or state.
+    let other = op.client("scale-other");
+    other.ensure().await;
+    create(&other, "neighbour", json!({})).await;
+    let theirs = op
+        .data_dir
+        .join("builds")
+        .join(&other.namespace)
+        .join("neighbour");
+    let sha_dir = std::fs::read_dir(&theirs)
+        .ok()
+        .and_then(|mut d| d.next())
+        .and_then(|e| e.ok())
+        .map(|e| e.path().join("src/main.py"))
+        .expect("the neighbour's build");
+    let secrets = [
+        sha_dir,
+        op.data_dir.join("jwt-hs256.key"),
+        op.data_dir.join("state.db"),
+    ];
+    let paths: Vec<String> = secrets.iter().map(|p| p.display().to_string()).collect();
+    let (code, text) = c.invoke("idle", &json!({"read": paths})).await;
+    assert_eq!(code, 200, "{text}");
+    let seen: Value = serde_json::from_str(&text).unwrap();
+    for p in &paths {
+        let what = seen["seen"][p].as_str().unwrap_or_default();
+        assert!(
+            what.starts_with("blocked"),
+            "a forked function read {p}: {seen}"
+        );
+    }
+
+    // Its memory limit holds: past memory_mb it is killed, and says why.
+    let (code, text) = c.invoke("idle", &json!({"hog_mb": 200})).await;
+    assert!(
+        code >= 500,
+        "a 200 MiB allocation under memory_mb 96: {code} {text}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let log = c.logs("idle", "run").await;
+        if log.contains("exceeds memory_mb 96") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no memory kill in the run log: {log}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
     // Deleting a function at zero leaves nothing running.
     wait_instances(&c, "idle", 0, Duration::from_secs(15)).await;
     let (code, _) = c
         .call(Method::DELETE, &paths::function(&c.namespace, "idle"), None)
         .await;
     assert_eq!(code, 204);
-    assert!(runtime_pids(&c.namespace, "idle").is_empty());
+    assert!(!alive(pid2), "deleted, yet its process runs");
+
+    // Stopping the operator stops the zygotes too.
+    let zygote = op.data_dir.join("runtimes/zygote.py").display().to_string();
+    let zygotes = || {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| {
+                let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+                String::from_utf8_lossy(&cmd).contains(&zygote)
+            })
+            .count()
+    };
+    assert!(zygotes() > 0, "no zygote ran for this operator");
+    let mut op = op;
+    op.stop();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while zygotes() > 0 {
+        assert!(Instant::now() < deadline, "a zygote outlived the operator");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -200,7 +322,8 @@ async fn min_instances_one_never_stops_and_scaling_changes_need_no_restart() {
         .await;
     assert_eq!(code, 200, "{f}");
     wait_instances(&c, "always", 1, Duration::from_secs(15)).await;
-    assert_eq!(runtime_pids(&c.namespace, "always").len(), 1);
+    let pid = serving_pid(&op, &c, "always").expect("started without a request");
+    assert!(alive(pid));
 
     // Out-of-range settings are refused, naming the field.
     for (body, field) in [
@@ -236,7 +359,7 @@ async fn an_operator_restart_leaves_functions_at_zero_and_a_cron_trigger_starts_
     assert_eq!(f["status"]["phase"], "Ready", "{f}");
     assert_eq!(f["status"]["instances"], 0, "{f}");
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(runtime_pids(&c.namespace, "sleepy").is_empty());
+    assert_eq!(serving_pid(&op, &c, "sleepy"), None, "no process at zero");
 
     // A cron trigger's run starts it (and is recorded as a success).
     let (code, t) = c

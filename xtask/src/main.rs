@@ -42,6 +42,9 @@ struct BenchArgs {
     /// Use the release binaries already in the target dir.
     #[arg(long)]
     no_build: bool,
+    /// Run only this section (1-6; 1 and 4 run together).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=6))]
+    only: Option<u8>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -109,7 +112,9 @@ fn default_workspace() -> PathBuf {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Bench(a) => xtask::bench::cli(a.quick, a.out, a.no_build, default_workspace()),
+        Command::Bench(a) => {
+            xtask::bench::cli(a.quick, a.out, a.no_build, a.only, default_workspace())
+        }
         Command::BenchHashWorker { dir } => xtask::bench::hash_worker_cli(&dir),
         Command::Release(a) => {
             let a = *a;

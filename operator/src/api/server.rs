@@ -180,6 +180,7 @@ async fn start_backend(
     let mut opts = LocalOptions::new(data_dir);
     opts.isolation = sandbox.isolation;
     opts.sandbox = sandbox.settings();
+    opts.zygote = sandbox.zygote == crate::config::Toggle::On;
     let backend = LocalBackend::start(opts).await?;
     Ok(Arc::new(backend))
 }

@@ -273,6 +273,14 @@ impl Group {
         }
     }
 
+    /// Moves the process `pid` (host pid) and nothing else into the groups.
+    pub fn add(&self, pid: u32) -> Result<(), String> {
+        for d in &self.dirs {
+            write(&d.join("cgroup.procs"), &pid.to_string())?;
+        }
+        Ok(())
+    }
+
     /// Host pids of the processes in the group.
     pub fn pids(&self) -> Vec<u32> {
         std::fs::read_to_string(self.dirs[0].join("cgroup.procs"))

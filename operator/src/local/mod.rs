@@ -27,6 +27,7 @@ pub mod store;
 pub mod supervisor;
 pub mod triggers;
 pub mod workload;
+pub mod zygote;
 
 use crate::backend::{Backend, CodeBundle, InvokeTarget};
 use crate::runtimes::{self, RuntimePaths};
@@ -73,6 +74,9 @@ pub struct LocalOptions {
     pub isolation: sandbox::Isolation,
     /// Limits of the strict sandbox.
     pub sandbox: sandbox::Settings,
+    /// Cold-start Python functions by forking their namespace's pre-imported
+    /// zygote (default true; false starts every process fresh).
+    pub zygote: bool,
 }
 
 impl LocalOptions {
@@ -89,12 +93,17 @@ impl LocalOptions {
             stop_grace: Duration::from_secs(5),
             isolation: sandbox::Isolation::None,
             sandbox: sandbox::Settings::default(),
+            zygote: true,
         }
     }
 }
 
 /// Logged at start and shown on `/healthz` under `--isolation none`.
 pub const ISOLATION_NONE_WARNING: &str = "isolation none: user code runs unsandboxed as the operator's user and can read its key and every namespace's code; use --isolation strict for anything but trusted code";
+
+/// Memory limit of a zygote's own cgroup, MiB (its forked functions each
+/// have their own).
+const ZYGOTE_MEMORY_MB: u32 = 256;
 
 /// How long a replaced process keeps serving after traffic switched away.
 const SWITCH_DRAIN: Duration = Duration::from_secs(1);
@@ -162,6 +171,8 @@ struct Inner {
     services: workload::Slots<Slot>,
     /// The sandbox of every user process (`--isolation strict`), or `None`.
     sandbox: Option<Arc<sandbox::Sandbox>>,
+    /// Python zygotes per namespace (see `zygote`).
+    zygotes: zygote::Zygotes,
 }
 
 /// The local backend.
@@ -259,6 +270,7 @@ impl LocalBackend {
             jobs: Default::default(),
             services: Default::default(),
             sandbox,
+            zygotes: Default::default(),
         });
         let mut restored = 0;
         for f in inner.db.all_functions()? {
@@ -359,18 +371,7 @@ impl Inner {
         built: &build::Built,
     ) -> std::result::Result<Launch, String> {
         let spec: &FunctionSpec = &f.spec;
-        let mut env: Vec<(String, String)> = match &self.sandbox {
-            // Inside: the sandbox's PATH and its private /tmp as HOME.
-            Some(sb) => vec![
-                ("PATH".to_string(), sb.path_env().to_string()),
-                ("HOME".to_string(), "/tmp".to_string()),
-            ],
-            None => ["PATH", "HOME"]
-                .iter()
-                .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
-                .collect(),
-        };
-        env.extend(std::env::var("LANG").ok().map(|v| ("LANG".to_string(), v)));
+        let mut env = self.base_env();
         for (k, v) in &spec.env_vars {
             if k == "PYTHONPATH" && built.python_deps.is_some() {
                 continue;
@@ -441,7 +442,143 @@ impl Inner {
             ns: f.namespace.clone(),
             name: f.name.clone(),
             sandbox,
+            control_fd: None,
         })
+    }
+
+    /// `PATH`, `HOME` and `LANG` of every user process: inside the sandbox
+    /// its `PATH` and its private `/tmp` as `HOME`, else the operator's.
+    fn base_env(&self) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = match &self.sandbox {
+            Some(sb) => vec![
+                ("PATH".to_string(), sb.path_env().to_string()),
+                ("HOME".to_string(), "/tmp".to_string()),
+            ],
+            None => ["PATH", "HOME"]
+                .iter()
+                .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+                .collect(),
+        };
+        env.extend(std::env::var("LANG").ok().map(|v| ("LANG".to_string(), v)));
+        env
+    }
+
+    /// The launch of namespace `ns`'s Python zygote: `python3 -u zygote.py 4`
+    /// in a sandbox of that namespace that sees its builds and dependency
+    /// caches read-only (the forked functions' code) and serves from its
+    /// socket dir (the forked functions' sockets).
+    fn zygote_launch(&self, ns: &str) -> std::result::Result<Launch, String> {
+        let data_dir = &self.opts.data_dir;
+        let builds = data_dir.join("builds").join(ns);
+        let deps = data_dir.join("deps").join("python").join(ns);
+        for dir in [&builds, &deps] {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let memory_mb = ZYGOTE_MEMORY_MB;
+        let sandbox = match &self.sandbox {
+            Some(sb) => Some(supervisor::SandboxLaunch {
+                sandbox: sb.clone(),
+                plan: sandbox::Plan {
+                    uid: self.sandbox_uid(ns)?,
+                    ro: vec![builds, deps, self.runtimes.dir.clone()],
+                    rw: Vec::new(),
+                    network: sandbox::Network::Isolated,
+                    socket_dir: None,
+                    bridge_port: None,
+                    cwd: self.runtimes.dir.clone(),
+                    limits: cgroup::Limits {
+                        memory_mb,
+                        pids_max: sb.settings.pids_max,
+                        cpu_millis: sb.settings.cpu_millis,
+                    },
+                    tmp_mb: sb.settings.tmp_mb,
+                },
+                serves: true,
+            }),
+            None => None,
+        };
+        Ok(Launch {
+            program: self.opts.python.clone(),
+            args: vec![
+                OsString::from("-u"),
+                self.runtimes.zygote_py.as_os_str().to_os_string(),
+                OsString::from(supervisor::CONTROL_FD.to_string()),
+            ],
+            cwd: self.runtimes.dir.clone(),
+            env: self.base_env(),
+            ready_timeout: self.opts.ready_timeout,
+            memory_mb,
+            timeout: Duration::from_secs(30),
+            ns: ns.to_string(),
+            name: "zygote".to_string(),
+            ready: supervisor::Readiness::Line,
+            sandbox,
+            control_fd: None,
+        })
+    }
+
+    /// Namespace `ns`'s running zygote, started when it has none.
+    async fn zygote(&self, ns: &str) -> std::result::Result<Arc<zygote::Zygote>, String> {
+        self.zygotes
+            .get_or_start(ns, async {
+                let launch = self.zygote_launch(ns)?;
+                // Its own output (a traceback when it cannot start) goes to
+                // the operator's log; its children's goes to their run logs.
+                let ns_owned = ns.to_string();
+                let sink: supervisor::LineSink = Arc::new(move |line: &str| {
+                    tracing::warn!(namespace = %ns_owned, "python zygote: {line}");
+                });
+                zygote::Zygote::start(launch, &self.db, sink).await
+            })
+            .await
+    }
+
+    /// Starts the zygote of `ns` in the background (functions of it just
+    /// went to zero: their next start will want it).
+    fn prewarm_zygote(self: &Arc<Self>, ns: &str, runtime: Runtime) {
+        if !self.opts.zygote
+            || runtime.language() != Language::Python
+            || self.shutting_down.load(Ordering::SeqCst)
+        {
+            return;
+        }
+        let (inner, ns) = (self.clone(), ns.to_string());
+        tokio::spawn(async move {
+            if let Err(e) = inner.zygote(&ns).await {
+                tracing::warn!(namespace = %ns, error = %e, "cannot start the Python zygote");
+            }
+        });
+    }
+
+    /// Starts the process of a cold start: forked from the namespace's
+    /// zygote for Python (when enabled and working), else a fresh start.
+    async fn start_cold(
+        &self,
+        ns: &str,
+        launch: &Launch,
+        sink: &supervisor::LineSink,
+    ) -> std::result::Result<Arc<supervisor::Proc>, String> {
+        let python = launch
+            .args
+            .iter()
+            .any(|a| a.as_os_str() == self.runtimes.python.as_os_str());
+        if self.opts.zygote && python {
+            let forked = match self.zygote(ns).await {
+                Ok(z) => z.fork(launch, self.sandbox.as_deref(), sink.clone()).await,
+                Err(e) => Err(e),
+            };
+            match forked {
+                Ok(mut spawned) => {
+                    let port = spawned.wait_ready(launch).await?;
+                    return Ok(spawned.into_proc(port, launch));
+                }
+                Err(e) => sink(&format!(
+                    "sless: the zygote could not fork ({e}); starting a fresh process"
+                )),
+            }
+        }
+        supervisor::start(launch, &self.db, sink.clone()).await
     }
 
     /// The sandbox of a process of namespace `ns` running `built`: its own
@@ -561,6 +698,8 @@ impl Inner {
                 _ => return,
             }
             self.write_status(&key, |s| s.instances = 0);
+            drop(slots);
+            self.prewarm_zygote(&key.0, runtime);
         } else {
             self.build_log::<Function>(
                 &key,
@@ -635,6 +774,7 @@ impl Inner {
                     if let Some(slot) = self.lock_slots().get_mut(&key) {
                         slot.stopping = None;
                     }
+                    self.prewarm_zygote(&key.0, runtime);
                 }
             }
         }
@@ -662,7 +802,7 @@ impl Inner {
                 slot.cold_error = None;
             }
             let t0 = std::time::Instant::now();
-            let started = supervisor::start(launch, &self.db, sink.clone()).await;
+            let started = self.start_cold(&key.0, launch, sink).await;
             let mut slots = self.lock_slots();
             let slot = slots.get_mut(key).filter(|s| s.generation == generation)?;
             slot.wanted = false;
@@ -1128,6 +1268,7 @@ impl Backend for LocalBackend {
         futures_util::future::join_all(procs.iter().map(|p| p.stop(grace))).await;
         inner.stop_jobs().await;
         inner.stop_services().await;
+        inner.zygotes.stop_all(grace).await;
         let _ = std::fs::remove_dir_all(inner.opts.data_dir.join("run"));
         // Another backend may now open this data dir.
         inner.lock.lock().unwrap_or_else(|p| p.into_inner()).take();

@@ -468,6 +468,42 @@ impl Sandbox {
             socket,
         })
     }
+
+    /// What a process forked by a zygote (in the zygote's sandbox, whose
+    /// socket dir on the host is `zygote_dir`) needs: its own cgroups with
+    /// `limits` and its own socket dir `zygote_dir/c<n>` owned by `uid`,
+    /// seen inside as `/run/sless/c<n>/http.sock` (the second value).
+    pub fn prepare_forked(
+        &self,
+        zygote_dir: &Path,
+        uid: u32,
+        limits: Limits,
+    ) -> Result<(Prepared, String), String> {
+        let n = self.counter.fetch_add(1, Ordering::SeqCst);
+        let group = self
+            .cgroups
+            .create(&self.cgroup_parent.join(format!("p{n}")), limits)?;
+        let joiner = group.joiner()?;
+        let dir = zygote_dir.join(format!("c{n}"));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        chown(&dir, uid)?;
+        set_mode(&dir, 0o700)?;
+        let sock = dir.join("http.sock");
+        if sock.as_os_str().len() >= 108 {
+            return Err(format!("socket path {} is too long", sock.display()));
+        }
+        let inside = format!("{SOCKET_DIR_INSIDE}/c{n}/http.sock");
+        let socket = Some(SocketDir { dir, sock });
+        Ok((
+            Prepared {
+                group,
+                joiner,
+                socket,
+            },
+            inside,
+        ))
+    }
 }
 
 /// The environment of a sandboxed process in an anonymous memory file
@@ -536,6 +572,13 @@ pub struct SocketDir {
     dir: PathBuf,
     /// `<dir>/http.sock`, the host path of [`SOCKET_INSIDE`].
     pub sock: PathBuf,
+}
+
+impl SocketDir {
+    /// The directory (host path).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
 }
 
 impl Drop for SocketDir {

@@ -41,7 +41,13 @@ pub struct Launch {
     pub ready: Readiness,
     /// The sandbox it runs in (`--isolation strict`), or `None`.
     pub sandbox: Option<SandboxLaunch>,
+    /// A descriptor to hand the process as its fd 4 (a zygote's control
+    /// socket); the caller keeps it open until the spawn.
+    pub control_fd: Option<std::os::fd::RawFd>,
 }
+
+/// The descriptor number [`Launch::control_fd`] gets in the process.
+pub const CONTROL_FD: i32 = 4;
 
 /// A launch inside the strict sandbox.
 #[derive(Debug, Clone)]
@@ -89,6 +95,9 @@ pub struct Proc {
     /// Its sandbox's cgroup and socket dir (dropped after the guard).
     _guard: GroupGuard,
     sandboxed: Option<Arc<Prepared>>,
+    /// Forked by a zygote: `pid` is the user's process itself (no bwrap
+    /// around it), signalled directly.
+    forked: bool,
 }
 
 impl std::fmt::Debug for Proc {
@@ -125,6 +134,20 @@ impl Proc {
         }
     }
 
+    /// Its sandbox's socket dir on the host (strict, serving processes).
+    pub fn socket_dir(&self) -> Option<PathBuf> {
+        let socket = self.sandboxed.as_ref()?.socket.as_ref()?;
+        Some(socket.dir().to_path_buf())
+    }
+
+    /// Host pids of the processes in its sandbox's cgroup (strict).
+    pub fn group_pids(&self) -> Vec<u32> {
+        self.sandboxed
+            .as_ref()
+            .map(|p| p.group.pids())
+            .unwrap_or_default()
+    }
+
     /// Waits until the process exits; returns how it exited.
     pub async fn wait_exit(&self) -> String {
         let mut rx = self.exited.clone();
@@ -154,8 +177,8 @@ impl Proc {
         if !self.has_exited() {
             match &self.sandboxed {
                 // Not bwrap itself: its death would kill the user's code at once.
-                Some(p) => p.signal_user_processes(self.pid, libc::SIGTERM),
-                None => signal_group(self.pid, libc::SIGTERM),
+                Some(p) if !self.forked => p.signal_user_processes(self.pid, libc::SIGTERM),
+                _ => signal_group(self.pid, libc::SIGTERM),
             }
             if tokio::time::timeout(grace, self.wait_exit()).await.is_err() {
                 tracing::warn!(
@@ -210,6 +233,7 @@ pub struct Spawned {
     stderr_done: Option<tokio::task::JoinHandle<()>>,
     sink: LineSink,
     sandboxed: Option<Arc<Prepared>>,
+    forked: bool,
 }
 
 /// Starts `launch` in its own process group: stdout (after a READY line) and
@@ -230,6 +254,67 @@ pub fn spawn(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Spawned, S
     }
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
+    let is_sandboxed = sandboxed.is_some();
+    let exit = async move {
+        match child.wait().await {
+            Ok(s) => describe_exit(s, is_sandboxed),
+            Err(e) => format!("could not be waited for: {e}"),
+        }
+    };
+    let db = db.clone();
+    let forget = move || {
+        let _ = db.forget_process(pid);
+    };
+    Ok(track(
+        Tracked {
+            pid,
+            guard,
+            sandboxed,
+            forked: false,
+        },
+        launch,
+        stdout,
+        stderr,
+        exit,
+        forget,
+        sink,
+    ))
+}
+
+/// A started process, before [`track`] watches it.
+pub struct Tracked {
+    /// Its host pid (also its process group id).
+    pub pid: u32,
+    /// Kills its group when dropped.
+    pub guard: GroupGuard,
+    /// Its sandbox's cgroups and socket dir.
+    pub sandboxed: Option<Arc<Prepared>>,
+    /// Forked by a zygote (see [`Proc`]).
+    pub forked: bool,
+}
+
+/// Pumps a started process's output to `sink` (stdout after the READY line),
+/// keeps a tail of stderr, and records its exit (`exit` resolves to how it
+/// exited; `forget` runs then).
+pub fn track<O, E>(
+    t: Tracked,
+    launch: &Launch,
+    stdout: Option<O>,
+    stderr: Option<E>,
+    exit: impl std::future::Future<Output = String> + Send + 'static,
+    forget: impl FnOnce() + Send + 'static,
+    sink: LineSink,
+) -> Spawned
+where
+    O: tokio::io::AsyncRead + Unpin + Send + 'static,
+    E: tokio::io::AsyncRead + Unpin + Send + 'static,
+{
+    let Tracked {
+        pid,
+        guard,
+        sandboxed,
+        forked,
+    } = t;
 
     // stdout: the READY line (runtime servers only), then everything to the log.
     let (ready_tx, ready_rx) = oneshot::channel::<u16>();
@@ -276,15 +361,11 @@ pub fn spawn(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Spawned, S
     // Reaper: records the exit.
     let (exit_tx, exit_rx) = watch::channel::<Option<String>>(None);
     {
-        let db = db.clone();
         let sandboxed = sandboxed.clone();
         let sink = sink.clone();
         let memory_mb = launch.memory_mb;
         tokio::spawn(async move {
-            let mut desc = match child.wait().await {
-                Ok(s) => describe_exit(s, sandboxed.is_some()),
-                Err(e) => format!("could not be waited for: {e}"),
-            };
+            let mut desc = exit.await;
             if sandboxed.as_ref().is_some_and(|p| p.group.oom_killed()) {
                 let why = format!(
                     "killed: memory use exceeds memory_mb {memory_mb} (the kernel's OOM killer stopped it)"
@@ -292,11 +373,11 @@ pub fn spawn(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Spawned, S
                 sink(&why);
                 desc = format!("{desc}: {why}");
             }
-            let _ = db.forget_process(pid);
+            forget();
             let _ = exit_tx.send(Some(desc));
         });
     }
-    Ok(Spawned {
+    Spawned {
         pid,
         guard,
         exit_rx,
@@ -305,7 +386,8 @@ pub fn spawn(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Spawned, S
         stderr_done: Some(stderr_done),
         sink,
         sandboxed,
-    })
+        forked,
+    }
 }
 
 /// The command that starts `launch`: the program itself in its own process
@@ -323,6 +405,7 @@ fn command(launch: &Launch) -> Result<Prepared3, String> {
             .env_clear()
             .envs(launch.env.iter().map(|(k, v)| (k, v)));
         isolate(&mut cmd);
+        hand_over_control_fd(&mut cmd, launch.control_fd);
         return Ok((cmd, None, None));
     };
     let env_file = sandbox::env_file(&launch.env)?;
@@ -334,7 +417,28 @@ fn command(launch: &Launch) -> Result<Prepared3, String> {
         .current_dir("/");
     use std::os::fd::AsRawFd;
     isolate_sandboxed(&mut cmd, prepared.joiner.clone(), env_file.as_raw_fd());
+    hand_over_control_fd(&mut cmd, launch.control_fd);
     Ok((cmd, Some(Arc::new(prepared)), Some(env_file)))
+}
+
+/// Makes `fd` the child's [`CONTROL_FD`], open across exec.
+fn hand_over_control_fd(cmd: &mut Command, fd: Option<std::os::fd::RawFd>) {
+    let Some(fd) = fd else { return };
+    // SAFETY: only async-signal-safe libc calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            // dup2 onto itself would keep close-on-exec.
+            let rc = if fd == CONTROL_FD {
+                libc::fcntl(fd, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(fd, CONTROL_FD)
+            };
+            if rc < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }
 
 /// The client of the proxy for a process behind the unix socket `sock`.
@@ -431,6 +535,7 @@ impl Spawned {
             client,
             _guard: self.guard,
             sandboxed: self.sandboxed,
+            forked: self.forked,
         });
         // Sandboxed, the cgroup's memory limit is exact (children and all);
         // the reaper names an OOM kill.

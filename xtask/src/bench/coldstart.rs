@@ -27,10 +27,13 @@ pub struct Deployed {
 }
 
 /// What starting the runtime server by hand took.
-struct Direct {
-    ready_ms: f64,
-    first_ms: f64,
-    rss_mib: f64,
+pub(crate) struct Direct {
+    /// Spawn → READY line.
+    pub ready_ms: f64,
+    /// First request → answer.
+    pub first_ms: f64,
+    /// RSS after the first answer.
+    pub rss_mib: f64,
 }
 
 /// A runtime server started by hand; killed when dropped.
@@ -43,14 +46,36 @@ impl Drop for DirectServer {
     }
 }
 
-fn direct_start(workspace: &Path, language: &str, code: &Path) -> Result<Direct> {
+/// The interpreter `program` resolves to (`sys.executable` / `process.execPath`).
+fn real_program(program: &str) -> String {
+    let probe = match program {
+        "python3" => "import sys; print(sys.executable)",
+        _ => "console.log(process.execPath)",
+    };
+    let flag = if program == "python3" { "-c" } else { "-e" };
+    Command::new(program)
+        .args([flag, probe])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| program.to_owned())
+}
+
+/// Starts the runtime server of `language` by hand on `code` (no operator,
+/// no sandbox) and times it.
+pub(crate) fn direct_start(workspace: &Path, language: &str, code: &Path) -> Result<Direct> {
     let code = code.canonicalize().map_err(io("resolve", code))?;
     let (program, server, entry) = match language {
         "python" => ("python3", "server.py", "main.handler"),
         _ => ("node", "server.js", "index.handler"),
     };
     let server = workspace.join("operator/runtimes").join(server);
-    let mut cmd = Command::new(program);
+    // The interpreter itself, not a version manager's shim in front of it
+    // (pyenv's costs ~100 ms per start): the operator resolves it the same way.
+    let program = real_program(program);
+    let mut cmd = Command::new(&program);
     if language == "python" {
         cmd.arg("-u");
     }
@@ -77,7 +102,7 @@ fn direct_start(workspace: &Path, language: &str, code: &Path) -> Result<Direct>
         .stderr(Stdio::null())
         .spawn()
         .map_err(|source| crate::Error::Spawn {
-            program: program.to_owned(),
+            program: program.clone(),
             source,
         })?;
     let mut guard = DirectServer(child);

@@ -1,5 +1,6 @@
 //! `cargo xtask bench`: measures sless side by side with baselines from the same run
-//! (invoke path, plan/apply at scale, source hashing, cold start, memory) on
+//! (invoke path, plan/apply at scale, source hashing, cold start, memory, scale
+//! to zero) on
 //! 127.0.0.1, prints a Markdown table and writes `results.json`. Figures are ratios
 //! or deltas against their baselines, never bare times, and never asserted.
 
@@ -15,6 +16,7 @@ pub mod report;
 pub mod scale;
 pub mod stats;
 pub mod wrk;
+pub mod zero;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -34,6 +36,8 @@ pub struct BenchOptions {
     pub workspace: PathBuf,
     /// Skip `cargo build --release` (binaries already built).
     pub no_build: bool,
+    /// Only this section (1 and 4 run together: 1 invokes what 4 deployed).
+    pub only: Option<u8>,
 }
 
 fn tool_present(tool: &str) -> bool {
@@ -92,60 +96,100 @@ pub fn run(opts: &BenchOptions) -> Result<Report> {
             .join("\n")
     );
 
-    if let Err(e) = hashing::run(&mut report, &xtask_bin, &out) {
+    let want = |n: u8| opts.only.is_none_or(|o| o == n || (o == 1 && n == 4));
+    if want(3)
+        && let Err(e) = hashing::run(&mut report, &xtask_bin, &out)
+    {
         report.fail(format!("3 hashing: {e}"));
     }
 
-    let op = operator::Operator::start(&operator_bin, &out.join("operator-data"))?;
-    std::thread::sleep(Duration::from_secs(1));
-    let idle_mib = memory::operator_rss(&op)?;
-    let client = op.client("bench")?;
+    if want(1) || want(2) || want(4) || want(5) {
+        let op = operator::Operator::start(&operator_bin, &out.join("operator-data"))?;
+        std::thread::sleep(Duration::from_secs(1));
+        let idle_mib = memory::operator_rss(&op)?;
+        let client = op.client("bench")?;
 
-    let deployed = match coldstart::run(&mut report, &client, &opts.workspace, &out) {
-        Ok(d) => d,
-        Err(e) => {
-            report.fail(format!("4 cold start: {e}"));
+        let deployed = if !want(4) {
             Vec::new()
-        }
-    };
-    let load = wrk::Load {
-        threads: 1,
-        connections: 8,
-        duration_secs: if opts.quick { 3 } else { 10 },
-    };
-    if deployed.is_empty() {
-        report.fail("1 invoke: skipped, no function was deployed");
-    } else if let Err(e) = invoke::run(&mut report, &client, &deployed, &out.join("wrk"), load) {
-        report.fail(format!("1 invoke: {e}"));
-    }
-
-    let sizes: &[usize] = if opts.quick { &[1, 10] } else { &[1, 10, 50] };
-    let plan_runs = if opts.quick { 1 } else { 3 };
-    match op.client("bench-tf") {
-        Ok(tf_client) => {
-            if let Err(e) = scale::run(
-                &mut report,
-                &tf_client,
-                &provider_bin,
-                &out.join("tf"),
-                sizes,
-                plan_runs,
-            ) {
-                report.fail(format!("2 plan/apply: {e}"));
+        } else {
+            match coldstart::run(&mut report, &client, &opts.workspace, &out) {
+                Ok(d) => d,
+                Err(e) => {
+                    report.fail(format!("4 cold start: {e}"));
+                    Vec::new()
+                }
+            }
+        };
+        let load = wrk::Load {
+            threads: 1,
+            connections: 8,
+            duration_secs: if opts.quick { 3 } else { 10 },
+        };
+        if want(1) {
+            if deployed.is_empty() {
+                report.fail("1 invoke: skipped, no function was deployed");
+            } else if let Err(e) =
+                invoke::run(&mut report, &client, &deployed, &out.join("wrk"), load)
+            {
+                report.fail(format!("1 invoke: {e}"));
             }
         }
-        Err(e) => report.fail(format!("2 plan/apply: {e}")),
+
+        let sizes: &[usize] = if opts.quick { &[1, 10] } else { &[1, 10, 50] };
+        let plan_runs = if opts.quick { 1 } else { 3 };
+        match op.client("bench-tf") {
+            _ if !want(2) => {}
+            Ok(tf_client) => {
+                if let Err(e) = scale::run(
+                    &mut report,
+                    &tf_client,
+                    &provider_bin,
+                    &out.join("tf"),
+                    sizes,
+                    plan_runs,
+                ) {
+                    report.fail(format!("2 plan/apply: {e}"));
+                }
+            }
+            Err(e) => report.fail(format!("2 plan/apply: {e}")),
+        }
+
+        match op.client("bench-mem") {
+            _ if !want(5) => {}
+            Ok(mem_client) => {
+                if let Err(e) = memory::run(&mut report, &op, &mem_client, idle_mib) {
+                    report.fail(format!("5 memory: {e}"));
+                }
+            }
+            Err(e) => report.fail(format!("5 memory: {e}")),
+        }
+        drop(op);
     }
 
-    match op.client("bench-mem") {
-        Ok(mem_client) => {
-            if let Err(e) = memory::run(&mut report, &op, &mem_client, idle_mib) {
-                report.fail(format!("5 memory: {e}"));
-            }
+    let zero_sizes = if opts.quick {
+        zero::Sizes {
+            functions: 100,
+            sample: 30,
+            direct_runs: 3,
         }
-        Err(e) => report.fail(format!("5 memory: {e}")),
+    } else {
+        zero::Sizes {
+            functions: 1000,
+            sample: 100,
+            direct_runs: 5,
+        }
+    };
+    if want(6)
+        && let Err(e) = zero::run(
+            &mut report,
+            &operator_bin,
+            &opts.workspace,
+            &out,
+            zero_sizes,
+        )
+    {
+        report.fail(format!("6 scale to zero: {e}"));
     }
-    drop(op);
 
     report.machine.loadavg_end = report::loadavg();
     report.raw("wall_secs", started.elapsed().as_secs_f64());
@@ -181,6 +225,7 @@ pub fn cli(
     quick: bool,
     out: PathBuf,
     no_build: bool,
+    only: Option<u8>,
     workspace: PathBuf,
 ) -> std::process::ExitCode {
     let out = if out.is_absolute() {
@@ -193,6 +238,7 @@ pub fn cli(
         out,
         workspace,
         no_build,
+        only,
     };
     match run(&opts) {
         Ok(r) if r.failures.is_empty() => std::process::ExitCode::SUCCESS,

@@ -23,8 +23,16 @@ pub struct Operator {
 }
 
 impl Operator {
-    /// Starts `bin serve` with a fresh `data_dir` and waits for `operator.addr`.
+    /// Starts `bin serve --isolation none` with a fresh `data_dir` and waits
+    /// for `operator.addr`. The sections compare the proxy with calling the
+    /// function's process directly on loopback TCP, which the strict sandbox
+    /// (rightly) forbids; they measure the unsandboxed path.
     pub fn start(bin: &Path, data_dir: &Path) -> Result<Operator> {
+        Self::start_with(bin, data_dir, &["--isolation", "none"])
+    }
+
+    /// Starts `bin serve` with extra arguments and a fresh `data_dir`.
+    pub fn start_with(bin: &Path, data_dir: &Path, extra: &[&str]) -> Result<Operator> {
         if data_dir.exists() {
             std::fs::remove_dir_all(data_dir).map_err(io("remove", data_dir))?;
         }
@@ -35,10 +43,7 @@ impl Operator {
         let child = Command::new(bin)
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
-            // The sections compare the proxy with calling the function's
-            // process directly on loopback TCP, which the strict sandbox
-            // (rightly) forbids; they measure the unsandboxed path.
-            .args(["--isolation", "none"])
+            .args(extra)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(log)
@@ -170,6 +175,23 @@ impl Client {
     /// Creates a function (no code yet).
     pub fn create_function(&self, name: &str, runtime: &str, entrypoint: &str) -> Result<()> {
         let body = serde_json::json!({"name": name, "runtime": runtime, "entrypoint": entrypoint});
+        self.json("POST", &sless_wire::paths::functions(&self.ns), &body)?;
+        Ok(())
+    }
+
+    /// Creates a function with extra spec fields (e.g. `min_instances`).
+    pub fn create_function_with(
+        &self,
+        name: &str,
+        runtime: &str,
+        entrypoint: &str,
+        extra: serde_json::Value,
+    ) -> Result<()> {
+        let mut body =
+            serde_json::json!({"name": name, "runtime": runtime, "entrypoint": entrypoint});
+        if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+            b.extend(e.clone());
+        }
         self.json("POST", &sless_wire::paths::functions(&self.ns), &body)?;
         Ok(())
     }

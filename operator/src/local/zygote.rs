@@ -1,0 +1,429 @@
+//! Python zygotes: one pre-imported runtime per namespace (`runtimes/zygote.py`)
+//! that forks the process of a function's cold start, so a cold start costs a
+//! fork and the user's import instead of an interpreter start, the runtime
+//! server's imports and (strict) a new sandbox.
+//!
+//! The zygote runs like any user process of its namespace (in strict: its
+//! own bubblewrap sandbox under the namespace's uid, seeing that namespace's
+//! builds and dependencies read-only), so a forked child has exactly what a
+//! fresh start of that namespace could have had, and nothing of another
+//! namespace. The operator talks to it over a `SOCK_SEQPACKET` socket pair
+//! (its fd 4): "start ID" with the child's environment (memfd), stdout and
+//! stderr (pipes to the run log) and a "go" pipe attached; the zygote
+//! answers "forked ID PID" and, later, "exited PID STATUS". Before writing
+//! "go", the operator moves the child into its own cgroup (its memory, pids
+//! and CPU limits). The design is in docs/decisions.md.
+
+use super::db::Db;
+use super::process::GroupGuard;
+use super::sandbox::{self, Sandbox};
+use super::supervisor::{self, Launch, LineSink, Proc, Spawned, Tracked};
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::unix::AsyncFd;
+use tokio::sync::oneshot;
+
+/// How long a fork may take to be acknowledged.
+const FORK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The zygotes of the backend, one per namespace, started on demand.
+#[derive(Default)]
+pub struct Zygotes {
+    map: tokio::sync::Mutex<HashMap<String, Arc<Zygote>>>,
+}
+
+impl Zygotes {
+    /// The running zygote of `ns`, or a new one from `start` (also when the
+    /// previous one has exited).
+    pub async fn get_or_start<F>(&self, ns: &str, start: F) -> Result<Arc<Zygote>, String>
+    where
+        F: std::future::Future<Output = Result<Zygote, String>>,
+    {
+        let mut map = self.map.lock().await;
+        if let Some(z) = map.get(ns)
+            && !z.proc.has_exited()
+        {
+            return Ok(z.clone());
+        }
+        let z = Arc::new(start.await?);
+        map.insert(ns.to_string(), z.clone());
+        Ok(z)
+    }
+
+    /// Stops every zygote (at shutdown; their children die with them).
+    pub async fn stop_all(&self, grace: Duration) {
+        let all: Vec<Arc<Zygote>> = self.map.lock().await.drain().map(|(_, z)| z).collect();
+        for z in all {
+            z.proc.stop(grace).await;
+        }
+    }
+
+    /// Pids of the running zygotes.
+    pub async fn pids(&self) -> Vec<u32> {
+        self.map.lock().await.values().map(|z| z.proc.pid).collect()
+    }
+}
+
+/// What the reader task and the forking side share.
+#[derive(Default)]
+struct Waiting {
+    forks: HashMap<u64, oneshot::Sender<u32>>,
+    exits: HashMap<u32, oneshot::Sender<i32>>,
+    /// Exits reported before their fork was acknowledged.
+    early: HashMap<u32, i32>,
+    closed: bool,
+}
+
+/// One running zygote.
+pub struct Zygote {
+    proc: Arc<Proc>,
+    ctl: Arc<AsyncFd<OwnedFd>>,
+    waiting: Arc<Mutex<Waiting>>,
+    next_id: AtomicU64,
+    /// Strict: its socket dir on the host (bound at /run/sless inside) and
+    /// its namespace's uid.
+    socket_dir: Option<(std::path::PathBuf, u32)>,
+}
+
+impl std::fmt::Debug for Zygote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Zygote")
+            .field("pid", &self.proc.pid)
+            .finish()
+    }
+}
+
+impl Zygote {
+    /// Starts `launch` (the zygote's own launch: `python3 -u zygote.py 4`)
+    /// with the control socket as its fd 4 and waits until it is ready.
+    pub async fn start(mut launch: Launch, db: &Arc<Db>, sink: LineSink) -> Result<Zygote, String> {
+        let (ours, theirs) = seqpacket_pair()?;
+        launch.control_fd = Some(theirs.as_raw_fd());
+        let proc = supervisor::start(&launch, db, sink).await?;
+        drop(theirs);
+        let socket_dir = match (&launch.sandbox, proc.socket_dir()) {
+            (Some(sl), Some(dir)) => Some((dir, sl.plan.uid)),
+            _ => None,
+        };
+        set_nonblocking(ours.as_raw_fd())?;
+        // SAFETY: `ours` is an OwnedFd moved into the AsyncFd: it stays open
+        // and the same descriptor for the AsyncFd's whole life.
+        let ctl = unsafe { AsyncFd::register(ours) }
+            .map_err(|e| format!("cannot watch the zygote's socket: {e}"))?;
+        let ctl = Arc::new(ctl);
+        let waiting = Arc::new(Mutex::new(Waiting::default()));
+        tokio::spawn(read_replies(ctl.clone(), waiting.clone()));
+        Ok(Zygote {
+            proc,
+            ctl,
+            waiting,
+            next_id: AtomicU64::new(1),
+            socket_dir,
+        })
+    }
+
+    /// Forks the process of `launch` (a function's launch, as a fresh start
+    /// would run it): same environment, working directory, limits and run
+    /// log; its own process group, cgroups and socket.
+    pub async fn fork(
+        &self,
+        launch: &Launch,
+        sandbox: Option<&Sandbox>,
+        sink: LineSink,
+    ) -> Result<Spawned, String> {
+        let mut env = launch.env.clone();
+        let prepared = match (&self.socket_dir, sandbox, &launch.sandbox) {
+            (Some((dir, uid)), Some(sb), Some(sl)) => {
+                let (prepared, inside) = sb.prepare_forked(dir, *uid, sl.plan.limits)?;
+                for (k, v) in env.iter_mut() {
+                    if k == "SLESS_SOCKET" {
+                        *v = inside.clone();
+                    }
+                }
+                Some(prepared)
+            }
+            (None, None, None) => None,
+            _ => return Err("the zygote and the function disagree on the sandbox".into()),
+        };
+        let env_file = sandbox::env_file(&env)?;
+        let (out_r, out_w) = pipe()?;
+        let (err_r, err_w) = pipe()?;
+        let (go_r, go_w) = pipe()?;
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut w = lock(&self.waiting);
+            if w.closed {
+                return Err("the zygote has exited".into());
+            }
+            w.forks.insert(id, tx);
+        }
+        let msg = format!("start {id}");
+        let fds = [
+            env_file.as_raw_fd(),
+            out_w.as_raw_fd(),
+            err_w.as_raw_fd(),
+            go_r.as_raw_fd(),
+        ];
+        self.send(msg.as_bytes(), &fds).await?;
+        drop((env_file, out_w, err_w, go_r));
+        let inner_pid = match tokio::time::timeout(FORK_TIMEOUT, rx).await {
+            Ok(Ok(pid)) => pid,
+            _ => {
+                lock(&self.waiting).forks.remove(&id);
+                return Err("the zygote did not acknowledge the fork".into());
+            }
+        };
+        let pid = match &prepared {
+            Some(_) => self
+                .host_pid(inner_pid)
+                .ok_or_else(|| format!("forked pid {inner_pid} not found in the zygote's group"))?,
+            None => inner_pid,
+        };
+        // Kills the child (its own group after setsid) if anything below fails.
+        let guard = GroupGuard::new(pid);
+        let (exit_tx, exit_rx) = oneshot::channel();
+        {
+            let mut w = lock(&self.waiting);
+            match w.early.remove(&inner_pid) {
+                Some(code) => {
+                    let _ = exit_tx.send(code);
+                }
+                None => {
+                    w.exits.insert(inner_pid, exit_tx);
+                }
+            }
+        }
+        if let Some(p) = &prepared {
+            p.group.add(pid)?;
+        }
+        write_go(go_w)?;
+        let exit = async move {
+            match exit_rx.await {
+                Ok(code) if code < 0 => format!("was killed by signal {}", -code),
+                Ok(code) => format!("exited with status {code}"),
+                Err(_) => "exited (its zygote is gone)".to_string(),
+            }
+        };
+        let stdout = receiver(out_r)?;
+        let stderr = receiver(err_r)?;
+        Ok(supervisor::track(
+            Tracked {
+                pid,
+                guard,
+                sandboxed: prepared.map(Arc::new),
+                forked: true,
+            },
+            launch,
+            Some(stdout),
+            Some(stderr),
+            exit,
+            || {},
+            sink,
+        ))
+    }
+
+    /// The host pid of the zygote's child `inner` (its pid inside the
+    /// zygote's PID namespace), found among the zygote's cgroup members.
+    fn host_pid(&self, inner: u32) -> Option<u32> {
+        self.proc.group_pids().into_iter().find(|pid| {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .and_then(|l| l.split_whitespace().last())
+                .and_then(|p| p.parse::<u32>().ok())
+                == Some(inner)
+        })
+    }
+
+    async fn send(&self, msg: &[u8], fds: &[RawFd]) -> Result<(), String> {
+        loop {
+            let mut guard = self
+                .ctl
+                .writable()
+                .await
+                .map_err(|e| format!("the zygote's socket: {e}"))?;
+            match guard.try_io(|fd| send_with_fds(fd.as_raw_fd(), msg, fds)) {
+                Ok(r) => return r.map_err(|e| format!("cannot ask the zygote to fork: {e}")),
+                Err(_would_block) => continue,
+            }
+        }
+    }
+}
+
+/// Reads the zygote's replies until it closes its end.
+async fn read_replies(ctl: Arc<AsyncFd<OwnedFd>>, waiting: Arc<Mutex<Waiting>>) {
+    let mut buf = [0u8; 256];
+    loop {
+        let Ok(mut guard) = ctl.readable().await else {
+            break;
+        };
+        let n = match guard.try_io(|fd| {
+            // SAFETY: recv into a buffer we own, of its length.
+            let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+            if n < 0 {
+                Err(std::io::Error::last_os_error())
+            } else {
+                Ok(n as usize)
+            }
+        }) {
+            Ok(Ok(0)) | Ok(Err(_)) => break,
+            Ok(Ok(n)) => n,
+            Err(_would_block) => continue,
+        };
+        let text = String::from_utf8_lossy(&buf[..n]);
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let mut w = lock(&waiting);
+        match words.as_slice() {
+            ["forked", id, pid] => {
+                if let (Ok(id), Ok(pid)) = (id.parse::<u64>(), pid.parse::<u32>())
+                    && let Some(tx) = w.forks.remove(&id)
+                {
+                    let _ = tx.send(pid);
+                }
+            }
+            ["exited", pid, code] => {
+                if let (Ok(pid), Ok(code)) = (pid.parse::<u32>(), code.parse::<i32>()) {
+                    match w.exits.remove(&pid) {
+                        Some(tx) => {
+                            let _ = tx.send(code);
+                        }
+                        None => {
+                            w.early.insert(pid, code);
+                        }
+                    }
+                }
+            }
+            _ => tracing::warn!(reply = %text, "unexpected reply from a zygote"),
+        }
+    }
+    // Gone: pending forks fail, children count as exited (they die with it).
+    let mut w = lock(&waiting);
+    w.closed = true;
+    w.forks.clear();
+    w.exits.clear();
+}
+
+fn lock(m: &Mutex<Waiting>) -> std::sync::MutexGuard<'_, Waiting> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A close-on-exec `SOCK_SEQPACKET` pair; the second end is numbered above
+/// 10 so that handing it over as fd 4 cannot clobber fds 3 and 4.
+fn seqpacket_pair() -> Result<(OwnedFd, OwnedFd), String> {
+    let mut fds = [0; 2];
+    // SAFETY: socketpair fills two descriptors we then own.
+    let rc = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if rc != 0 {
+        return Err(format!(
+            "cannot create the zygote's socket: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: fresh descriptors nothing else owns.
+    let (a, b) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: F_DUPFD_CLOEXEC returns a new descriptor we own.
+    let high = unsafe { libc::fcntl(b.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
+    if high < 0 {
+        return Err(format!(
+            "cannot move the zygote's socket: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    drop(b);
+    // SAFETY: as above.
+    Ok((a, unsafe { OwnedFd::from_raw_fd(high) }))
+}
+
+/// A close-on-exec pipe: (read end, write end).
+fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two descriptors we then own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(format!(
+            "cannot create a pipe: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: fresh descriptors nothing else owns.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn set_nonblocking(fd: RawFd) -> Result<(), String> {
+    // SAFETY: fcntl on a descriptor we own.
+    let ok = unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) >= 0
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "cannot make a descriptor non-blocking: {}",
+            std::io::Error::last_os_error()
+        ))
+    }
+}
+
+fn receiver(fd: OwnedFd) -> Result<tokio::net::unix::pipe::Receiver, String> {
+    set_nonblocking(fd.as_raw_fd())?;
+    tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
+        .map_err(|e| format!("cannot read a forked process's output: {e}"))
+}
+
+/// Lets the child go (it waits for one byte).
+fn write_go(go: OwnedFd) -> Result<(), String> {
+    // SAFETY: write of one byte from a static buffer to a pipe we own.
+    let n = unsafe { libc::write(go.as_raw_fd(), b"g".as_ptr().cast(), 1) };
+    if n == 1 {
+        Ok(())
+    } else {
+        Err(format!(
+            "cannot start the forked process: {}",
+            std::io::Error::last_os_error()
+        ))
+    }
+}
+
+/// `sendmsg` of `msg` with `fds` attached (`SCM_RIGHTS`).
+fn send_with_fds(sock: RawFd, msg: &[u8], fds: &[RawFd]) -> std::io::Result<()> {
+    let fd_bytes = std::mem::size_of_val(fds);
+    // SAFETY: CMSG_SPACE is a pure size computation.
+    let space = unsafe { libc::CMSG_SPACE(fd_bytes as u32) } as usize;
+    let mut cbuf = vec![0u8; space];
+    let mut iov = libc::iovec {
+        iov_base: msg.as_ptr() as *mut libc::c_void,
+        iov_len: msg.len(),
+    };
+    // SAFETY: a zeroed msghdr is valid; every pointer set below outlives the call.
+    let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
+    hdr.msg_iov = &mut iov;
+    hdr.msg_iovlen = 1;
+    hdr.msg_control = cbuf.as_mut_ptr().cast();
+    hdr.msg_controllen = space as _;
+    // SAFETY: the control buffer has room for one header with `fds`.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&hdr);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(fd_bytes as u32) as _;
+        std::ptr::copy_nonoverlapping(fds.as_ptr().cast::<u8>(), libc::CMSG_DATA(cmsg), fd_bytes);
+    }
+    // SAFETY: sendmsg with the header built above.
+    let n = unsafe { libc::sendmsg(sock, &hdr, libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
