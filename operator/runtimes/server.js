@@ -326,7 +326,33 @@ async function runOnce(inputFile, outputFile) {
   process.exitCode = code;
 }
 
+// Warm mode (`server.js --warm`): started ahead of need by the operator, this
+// process waits for a function's environment on stdin (NUL-separated
+// KEY=VALUE, then end of input), takes it and that function's working
+// directory as a fresh start would have had them, and serves
+// (docs/runtime-protocol.md, "Warm Node processes").
+async function warm() {
+  const chunks = [];
+  for await (const chunk of process.stdin) chunks.push(chunk);
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (!text) process.exit(1); // the operator went away unassigned
+  for (const k of Object.keys(process.env)) delete process.env[k];
+  for (const kv of text.split('\0')) {
+    if (!kv) continue;
+    const i = kv.indexOf('=');
+    if (i < 0) process.env[kv] = '';
+    else process.env[kv.slice(0, i)] = kv.slice(i + 1);
+  }
+  // NODE_PATH is read at start-up: read it again from the new environment.
+  require('node:module').Module._initPaths();
+  process.chdir(process.env.SLESS_CODE_DIR || '/');
+  return serve();
+}
+
 function main(argv) {
+  if (argv[0] === '--warm' && argv.length === 1) {
+    return warm();
+  }
   if (argv[0] === '--once') {
     if (argv.length !== 3) {
       process.stderr.write('usage: server.js --once INPUT_FILE OUTPUT_FILE\n');
@@ -335,7 +361,7 @@ function main(argv) {
     return runOnce(argv[1], argv[2]);
   }
   if (argv.length !== 0) {
-    process.stderr.write('usage: server.js [--once INPUT_FILE OUTPUT_FILE]\n');
+    process.stderr.write('usage: server.js [--once INPUT_FILE OUTPUT_FILE | --warm]\n');
     process.exit(2);
   }
   return serve();

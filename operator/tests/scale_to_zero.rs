@@ -388,3 +388,75 @@ async fn an_operator_restart_leaves_functions_at_zero_and_a_cron_trigger_starts_
     // And an invoke reaches the same process.
     assert_eq!(invoke_json(&c, "sleepy").await["greeting"], "hi");
 }
+
+/// A Node handler that says which process answered and what it sees.
+fn node_instance_zip() -> Vec<u8> {
+    zip_of(&[(
+        "index.js",
+        r#"const crypto = require('node:crypto');
+const INSTANCE = crypto.randomUUID();
+exports.handler = async (event) => {
+  console.log('handled by', INSTANCE);
+  return {
+    instance: INSTANCE,
+    greeting: process.env.GREETING || null,
+    memory_mb: process.env.SLESS_MEMORY_MB,
+    cwd: process.cwd(),
+    uid: process.getuid(),
+    heap_mb: Math.round(require('node:v8').getHeapStatistics().heap_size_limit / 1048576),
+  };
+};
+"#,
+    )])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cold_start_takes_a_warm_process_with_the_functions_environment() {
+    let op = Operator::start();
+    let c = op.client("scale-node");
+    c.ensure().await;
+    let (code, b) = c
+        .create(json!({
+            "name": "nodey", "runtime": "nodejs20", "entrypoint": "index.handler",
+            "env_vars": {"GREETING": "hej"}, "memory_mb": 160, "idle_timeout_sec": 2,
+        }))
+        .await;
+    assert_eq!(code, 201, "{b}");
+    let (code, b) = c.upload("nodey", node_instance_zip()).await;
+    assert!((200..300).contains(&code), "{code} {b}");
+    c.wait_phase("nodey", Phase::Ready, READY).await;
+    let first = invoke_json(&c, "nodey").await;
+    wait_instances(&c, "nodey", 0, Duration::from_secs(15)).await;
+    // The warm process for the next start is there before it is needed.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let cold = invoke_json(&c, "nodey").await;
+    assert_ne!(cold["instance"], first["instance"], "a new process");
+    for key in ["greeting", "memory_mb", "cwd", "uid", "heap_mb"] {
+        assert_eq!(cold[key], first[key], "{key} differs after a cold start");
+    }
+    assert_eq!(cold["greeting"], "hej");
+    let pid = serving_pid(&op, &c, "nodey").expect("a pid file after the cold start");
+    let run_log = c.logs("nodey", "run").await;
+    assert!(
+        run_log.contains(&format!(
+            "handled by {}",
+            cold["instance"].as_str().unwrap()
+        )),
+        "run log: {run_log}"
+    );
+    // It was a warm process (pid is its sandbox's outer process).
+    let tree_has_warm = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            String::from_utf8_lossy(&cmd).contains("server.js\0--warm")
+                && stat.split_whitespace().nth(4) == Some(&pid.to_string())
+        });
+    assert!(
+        tree_has_warm,
+        "the cold start did not use a warm process:\n{run_log}"
+    );
+}

@@ -26,6 +26,7 @@ pub mod services;
 pub mod store;
 pub mod supervisor;
 pub mod triggers;
+pub mod warm;
 pub mod workload;
 pub mod zygote;
 
@@ -105,6 +106,12 @@ pub const ISOLATION_NONE_WARNING: &str = "isolation none: user code runs unsandb
 /// have their own).
 const ZYGOTE_MEMORY_MB: u32 = 256;
 
+/// V8's heap limit for a function of `memory_mb`: three quarters of it (the
+/// cgroup, or the RSS watchdog, enforces the whole).
+fn node_heap_mb(memory_mb: u32) -> u32 {
+    (memory_mb * 3 / 4).max(32)
+}
+
 /// How long a replaced process keeps serving after traffic switched away.
 const SWITCH_DRAIN: Duration = Duration::from_secs(1);
 
@@ -173,6 +180,8 @@ struct Inner {
     sandbox: Option<Arc<sandbox::Sandbox>>,
     /// Python zygotes per namespace (see `zygote`).
     zygotes: zygote::Zygotes,
+    /// Warm Node processes per namespace and memory size (see `warm`).
+    warm: warm::WarmPool,
 }
 
 /// The local backend.
@@ -271,6 +280,7 @@ impl LocalBackend {
             services: Default::default(),
             sandbox,
             zygotes: Default::default(),
+            warm: Default::default(),
         });
         let mut restored = 0;
         for f in inner.db.all_functions()? {
@@ -413,18 +423,16 @@ impl Inner {
             .to_os_string();
         let (program, args) = match language {
             Language::Python => (self.opts.python.clone(), vec![OsString::from("-u"), server]),
-            Language::Node => {
-                // V8's heap gets three quarters of the limit; the RSS watchdog
-                // enforces the whole of it.
-                let heap = (spec.memory_mb * 3 / 4).max(32);
-                (
-                    self.opts.node.clone(),
-                    vec![
-                        OsString::from(format!("--max-old-space-size={heap}")),
-                        server,
-                    ],
-                )
-            }
+            Language::Node => (
+                self.opts.node.clone(),
+                vec![
+                    OsString::from(format!(
+                        "--max-old-space-size={}",
+                        node_heap_mb(spec.memory_mb)
+                    )),
+                    server,
+                ],
+            ),
         };
         let sandbox = match &self.sandbox {
             Some(sb) => Some(self.sandbox_launch(sb, &f.namespace, spec.memory_mb, built)?),
@@ -443,6 +451,7 @@ impl Inner {
             name: f.name.clone(),
             sandbox,
             control_fd: None,
+            stdin_pipe: false,
         })
     }
 
@@ -515,6 +524,7 @@ impl Inner {
             ready: supervisor::Readiness::Line,
             sandbox,
             control_fd: None,
+            stdin_pipe: false,
         })
     }
 
@@ -534,21 +544,102 @@ impl Inner {
             .await
     }
 
-    /// Starts the zygote of `ns` in the background (functions of it just
-    /// went to zero: their next start will want it).
-    fn prewarm_zygote(self: &Arc<Self>, ns: &str, runtime: Runtime) {
-        if !self.opts.zygote
-            || runtime.language() != Language::Python
-            || self.shutting_down.load(Ordering::SeqCst)
-        {
+    /// Gets the next cold start of a function of `ns` ready (one of them
+    /// just went to zero): the namespace's Python zygote, started in the
+    /// background, or a warm Node process for `memory_mb`.
+    fn prewarm(self: &Arc<Self>, ns: &str, runtime: Runtime, memory_mb: u32) {
+        if !self.opts.zygote || self.shutting_down.load(Ordering::SeqCst) {
             return;
         }
-        let (inner, ns) = (self.clone(), ns.to_string());
-        tokio::spawn(async move {
-            if let Err(e) = inner.zygote(&ns).await {
-                tracing::warn!(namespace = %ns, error = %e, "cannot start the Python zygote");
+        match runtime.language() {
+            Language::Python => {
+                let (inner, ns) = (self.clone(), ns.to_string());
+                tokio::spawn(async move {
+                    if let Err(e) = inner.zygote(&ns).await {
+                        tracing::warn!(namespace = %ns, error = %e, "cannot start the Python zygote");
+                    }
+                });
             }
+            Language::Node => self.prewarm_node(ns, memory_mb),
+        }
+    }
+
+    /// Starts a warm Node process for (`ns`, `memory_mb`) unless one waits.
+    fn prewarm_node(&self, ns: &str, memory_mb: u32) {
+        if self.warm.has(ns, memory_mb) || self.shutting_down.load(Ordering::SeqCst) {
+            return;
+        }
+        let started = self.node_warm_launch(ns, memory_mb).and_then(|launch| {
+            let ns_owned = ns.to_string();
+            let (switch, sink) = warm::switchable(Arc::new(move |line: &str| {
+                tracing::warn!(namespace = %ns_owned, "warm node process: {line}");
+            }));
+            supervisor::spawn(&launch, &self.db, sink).map(|spawned| warm::Member {
+                spawned,
+                sink: switch,
+            })
         });
+        match started {
+            Ok(m) => self.warm.put(ns, memory_mb, m),
+            Err(e) => {
+                tracing::warn!(namespace = %ns, error = %e, "cannot start a warm Node process")
+            }
+        }
+    }
+
+    /// The launch of a warm Node process of namespace `ns` for functions of
+    /// `memory_mb`: `node --max-old-space-size=… server.js --warm` in a
+    /// sandbox of that namespace that sees its builds and Node dependency
+    /// caches read-only, with the limits of such a function.
+    fn node_warm_launch(&self, ns: &str, memory_mb: u32) -> std::result::Result<Launch, String> {
+        let data_dir = &self.opts.data_dir;
+        let builds = data_dir.join("builds").join(ns);
+        let deps = data_dir.join("deps").join("node").join(ns);
+        for dir in [&builds, &deps] {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let sandbox = match &self.sandbox {
+            Some(sb) => Some(supervisor::SandboxLaunch {
+                sandbox: sb.clone(),
+                plan: sandbox::Plan {
+                    uid: self.sandbox_uid(ns)?,
+                    ro: vec![builds, deps, self.runtimes.dir.clone()],
+                    rw: Vec::new(),
+                    network: sandbox::Network::Isolated,
+                    socket_dir: None,
+                    bridge_port: None,
+                    cwd: self.runtimes.dir.clone(),
+                    limits: cgroup::Limits {
+                        memory_mb,
+                        pids_max: sb.settings.pids_max,
+                        cpu_millis: sb.settings.cpu_millis,
+                    },
+                    tmp_mb: sb.settings.tmp_mb,
+                },
+                serves: true,
+            }),
+            None => None,
+        };
+        Ok(Launch {
+            program: self.opts.node.clone(),
+            args: vec![
+                OsString::from(format!("--max-old-space-size={}", node_heap_mb(memory_mb))),
+                self.runtimes.node.as_os_str().to_os_string(),
+                OsString::from("--warm"),
+            ],
+            cwd: self.runtimes.dir.clone(),
+            env: self.base_env(),
+            ready_timeout: self.opts.ready_timeout,
+            memory_mb,
+            timeout: Duration::from_secs(30),
+            ns: ns.to_string(),
+            name: "node-warm".to_string(),
+            ready: supervisor::Readiness::Line,
+            sandbox,
+            control_fd: None,
+            stdin_pipe: true,
+        })
     }
 
     /// Starts the process of a cold start: forked from the namespace's
@@ -559,11 +650,26 @@ impl Inner {
         launch: &Launch,
         sink: &supervisor::LineSink,
     ) -> std::result::Result<Arc<supervisor::Proc>, String> {
-        let python = launch
-            .args
-            .iter()
-            .any(|a| a.as_os_str() == self.runtimes.python.as_os_str());
-        if self.opts.zygote && python {
+        let runs = |server: &Path| launch.args.iter().any(|a| a.as_os_str() == server);
+        // Variables the interpreter reads at start-up would be missed by a
+        // process that started before them: such functions start fresh.
+        let startup_env = |prefix: &str| {
+            launch
+                .env
+                .iter()
+                .any(|(k, _)| k.starts_with(prefix) && k != "PYTHONPATH")
+        };
+        if self.opts.zygote && runs(&self.runtimes.node) && !startup_env("NODE_OPTIONS") {
+            if let Some(mut m) = self.warm.take(ns, launch.memory_mb) {
+                m.route(sink.clone());
+                m.spawned.assign(&launch.env).await?;
+                let port = m.spawned.wait_ready(launch).await?;
+                self.prewarm_node(ns, launch.memory_mb);
+                return Ok(m.spawned.into_proc(port, launch));
+            }
+            self.prewarm_node(ns, launch.memory_mb);
+        }
+        if self.opts.zygote && runs(&self.runtimes.python) && !startup_env("PYTHON") {
             let forked = match self.zygote(ns).await {
                 Ok(z) => z.fork(launch, self.sandbox.as_deref(), sink.clone()).await,
                 Err(e) => Err(e),
@@ -699,7 +805,7 @@ impl Inner {
             }
             self.write_status(&key, |s| s.instances = 0);
             drop(slots);
-            self.prewarm_zygote(&key.0, runtime);
+            self.prewarm(&key.0, runtime, f.spec.memory_mb);
         } else {
             self.build_log::<Function>(
                 &key,
@@ -774,7 +880,7 @@ impl Inner {
                     if let Some(slot) = self.lock_slots().get_mut(&key) {
                         slot.stopping = None;
                     }
-                    self.prewarm_zygote(&key.0, runtime);
+                    self.prewarm(&key.0, runtime, f.spec.memory_mb);
                 }
             }
         }
@@ -1269,6 +1375,7 @@ impl Backend for LocalBackend {
         inner.stop_jobs().await;
         inner.stop_services().await;
         inner.zygotes.stop_all(grace).await;
+        inner.warm.clear();
         let _ = std::fs::remove_dir_all(inner.opts.data_dir.join("run"));
         // Another backend may now open this data dir.
         inner.lock.lock().unwrap_or_else(|p| p.into_inner()).take();

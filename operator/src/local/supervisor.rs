@@ -44,6 +44,10 @@ pub struct Launch {
     /// A descriptor to hand the process as its fd 4 (a zygote's control
     /// socket); the caller keeps it open until the spawn.
     pub control_fd: Option<std::os::fd::RawFd>,
+    /// Its stdin is a pipe kept in [`Spawned`] (a warm Node process reads
+    /// its function's environment from it, see [`Spawned::assign`]);
+    /// otherwise `/dev/null`.
+    pub stdin_pipe: bool,
 }
 
 /// The descriptor number [`Launch::control_fd`] gets in the process.
@@ -234,6 +238,7 @@ pub struct Spawned {
     sink: LineSink,
     sandboxed: Option<Arc<Prepared>>,
     forked: bool,
+    stdin: Option<tokio::process::ChildStdin>,
 }
 
 /// Starts `launch` in its own process group: stdout (after a READY line) and
@@ -241,9 +246,13 @@ pub struct Spawned {
 pub fn spawn(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Spawned, String> {
     // Kept open until the child has its copy (dropped when this returns).
     let (mut cmd, sandboxed, _env_file) = command(launch)?;
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.stdin(if launch.stdin_pipe {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", launch.program))?;
@@ -254,6 +263,7 @@ pub fn spawn(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Spawned, S
     }
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
+    let stdin = child.stdin.take();
     let is_sandboxed = sandboxed.is_some();
     let exit = async move {
         match child.wait().await {
@@ -265,7 +275,7 @@ pub fn spawn(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Spawned, S
     let forget = move || {
         let _ = db.forget_process(pid);
     };
-    Ok(track(
+    let mut spawned = track(
         Tracked {
             pid,
             guard,
@@ -278,7 +288,9 @@ pub fn spawn(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Spawned, S
         exit,
         forget,
         sink,
-    ))
+    );
+    spawned.stdin = stdin;
+    Ok(spawned)
 }
 
 /// A started process, before [`track`] watches it.
@@ -387,6 +399,7 @@ where
         sink,
         sandboxed,
         forked,
+        stdin: None,
     }
 }
 
@@ -454,6 +467,34 @@ fn socket_client(sock: &std::path::Path) -> Result<reqwest::Client, String> {
 }
 
 impl Spawned {
+    /// True once the process has exited.
+    pub fn has_exited(&self) -> bool {
+        self.exit_rx.borrow().is_some()
+    }
+
+    /// Hands a warm process (`launch.stdin_pipe`) its function's environment:
+    /// NUL-separated `KEY=VALUE` on stdin, then end of input.
+    pub async fn assign(&mut self, env: &[(String, String)]) -> Result<(), String> {
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = self
+            .stdin
+            .take()
+            .ok_or("the process has no stdin to take an environment from")?;
+        let mut buf = Vec::new();
+        for (k, v) in env {
+            buf.extend_from_slice(k.as_bytes());
+            buf.push(b'=');
+            buf.extend_from_slice(v.as_bytes());
+            buf.push(0);
+        }
+        stdin
+            .write_all(&buf)
+            .await
+            .map_err(|e| format!("cannot hand the warm process its environment: {e}"))?;
+        drop(stdin);
+        Ok(())
+    }
+
     /// Waits for readiness (see [`Readiness`]) within `launch.ready_timeout`.
     /// The error is a status message ending with the last lines of stderr.
     pub async fn wait_ready(&mut self, launch: &Launch) -> Result<u16, String> {
