@@ -1,0 +1,360 @@
+//! Cold starts on the local backend: what a function at zero starts from.
+//! A request for it wakes its worker ([`Inner::function_target`]), which
+//! starts one process ([`Inner::cold_start`]): forked from the namespace's
+//! Python zygote (`zygote`), taken from the warm Node processes (`warm`),
+//! or started fresh. See docs/local-backend.md, "Scale to zero".
+
+use super::supervisor::{self, Launch};
+use super::{
+    Inner, Key, ZYGOTE_MEMORY_MB, cgroup, key, node_heap_mb, sandbox, scale, warm, workload, zygote,
+};
+use crate::backend::InvokeTarget;
+use crate::{Error, Result};
+use sless_wire::runtime::Language;
+use sless_wire::{Function, Phase, Runtime};
+use std::ffi::OsString;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+impl Inner {
+    /// The launch of namespace `ns`'s Python zygote: `python3 -u zygote.py 4`
+    /// in a sandbox of that namespace that sees its builds and dependency
+    /// caches read-only (the forked functions' code) and serves from its
+    /// socket dir (the forked functions' sockets).
+    fn zygote_launch(&self, ns: &str) -> std::result::Result<Launch, String> {
+        let data_dir = &self.opts.data_dir;
+        let builds = data_dir.join("builds").join(ns);
+        let deps = data_dir.join("deps").join("python").join(ns);
+        for dir in [&builds, &deps] {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let memory_mb = ZYGOTE_MEMORY_MB;
+        let sandbox = match &self.sandbox {
+            Some(sb) => Some(supervisor::SandboxLaunch {
+                sandbox: sb.clone(),
+                plan: sandbox::Plan {
+                    uid: self.sandbox_uid(ns)?,
+                    ro: vec![builds, deps, self.runtimes.dir.clone()],
+                    rw: Vec::new(),
+                    network: sandbox::Network::Isolated,
+                    socket_dir: None,
+                    bridge_port: None,
+                    cwd: self.runtimes.dir.clone(),
+                    limits: cgroup::Limits {
+                        memory_mb,
+                        pids_max: sb.settings.pids_max,
+                        cpu_millis: sb.settings.cpu_millis,
+                    },
+                    tmp_mb: sb.settings.tmp_mb,
+                },
+                serves: true,
+            }),
+            None => None,
+        };
+        Ok(Launch {
+            program: self.opts.python.clone(),
+            args: vec![
+                OsString::from("-u"),
+                self.runtimes.zygote_py.as_os_str().to_os_string(),
+                OsString::from(supervisor::CONTROL_FD.to_string()),
+            ],
+            cwd: self.runtimes.dir.clone(),
+            env: self.base_env(),
+            ready_timeout: self.opts.ready_timeout,
+            memory_mb,
+            timeout: Duration::from_secs(30),
+            ns: ns.to_string(),
+            name: "zygote".to_string(),
+            ready: supervisor::Readiness::Line,
+            sandbox,
+            control_fd: None,
+            stdin_pipe: false,
+        })
+    }
+
+    /// Namespace `ns`'s running zygote, started when it has none.
+    async fn zygote(
+        &self,
+        ns: &str,
+    ) -> std::result::Result<Arc<zygote::Zygote>, String> {
+        self.zygotes
+            .get_or_start(ns, async {
+                let launch = self.zygote_launch(ns)?;
+                // Its own output (a traceback when it cannot start) goes to
+                // the operator's log; its children's goes to their run logs.
+                let ns_owned = ns.to_string();
+                let sink: supervisor::LineSink = Arc::new(move |line: &str| {
+                    tracing::warn!(namespace = %ns_owned, "python zygote: {line}");
+                });
+                zygote::Zygote::start(launch, &self.db, sink).await
+            })
+            .await
+    }
+
+    /// Gets the next cold start of a function of `ns` ready (one of them
+    /// just went to zero): the namespace's Python zygote, started in the
+    /// background, or a warm Node process for `memory_mb`.
+    pub(super) fn prewarm(self: &Arc<Self>, ns: &str, runtime: Runtime, memory_mb: u32) {
+        if !self.opts.zygote || self.shutting_down.load(Ordering::SeqCst) {
+            return;
+        }
+        match runtime.language() {
+            Language::Python => {
+                let (inner, ns) = (self.clone(), ns.to_string());
+                tokio::spawn(async move {
+                    if let Err(e) = inner.zygote(&ns).await {
+                        tracing::warn!(namespace = %ns, error = %e, "cannot start the Python zygote");
+                    }
+                });
+            }
+            Language::Node => self.prewarm_node(ns, memory_mb),
+        }
+    }
+
+    /// Starts a warm Node process for (`ns`, `memory_mb`) unless one waits.
+    fn prewarm_node(&self, ns: &str, memory_mb: u32) {
+        if self.warm.has(ns, memory_mb) || self.shutting_down.load(Ordering::SeqCst) {
+            return;
+        }
+        let started = self.node_warm_launch(ns, memory_mb).and_then(|launch| {
+            let ns_owned = ns.to_string();
+            let (switch, sink) = warm::switchable(Arc::new(move |line: &str| {
+                tracing::warn!(namespace = %ns_owned, "warm node process: {line}");
+            }));
+            supervisor::spawn(&launch, &self.db, sink).map(|spawned| warm::Member {
+                spawned,
+                sink: switch,
+            })
+        });
+        match started {
+            Ok(m) => self.warm.put(ns, memory_mb, m),
+            Err(e) => {
+                tracing::warn!(namespace = %ns, error = %e, "cannot start a warm Node process")
+            }
+        }
+    }
+
+    /// The launch of a warm Node process of namespace `ns` for functions of
+    /// `memory_mb`: `node --max-old-space-size=… server.js --warm` in a
+    /// sandbox of that namespace that sees its builds and Node dependency
+    /// caches read-only, with the limits of such a function.
+    fn node_warm_launch(
+        &self,
+        ns: &str,
+        memory_mb: u32,
+    ) -> std::result::Result<Launch, String> {
+        let data_dir = &self.opts.data_dir;
+        let builds = data_dir.join("builds").join(ns);
+        let deps = data_dir.join("deps").join("node").join(ns);
+        for dir in [&builds, &deps] {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let sandbox = match &self.sandbox {
+            Some(sb) => Some(supervisor::SandboxLaunch {
+                sandbox: sb.clone(),
+                plan: sandbox::Plan {
+                    uid: self.sandbox_uid(ns)?,
+                    ro: vec![builds, deps, self.runtimes.dir.clone()],
+                    rw: Vec::new(),
+                    network: sandbox::Network::Isolated,
+                    socket_dir: None,
+                    bridge_port: None,
+                    cwd: self.runtimes.dir.clone(),
+                    limits: cgroup::Limits {
+                        memory_mb,
+                        pids_max: sb.settings.pids_max,
+                        cpu_millis: sb.settings.cpu_millis,
+                    },
+                    tmp_mb: sb.settings.tmp_mb,
+                },
+                serves: true,
+            }),
+            None => None,
+        };
+        Ok(Launch {
+            program: self.opts.node.clone(),
+            args: vec![
+                OsString::from(format!("--max-old-space-size={}", node_heap_mb(memory_mb))),
+                self.runtimes.node.as_os_str().to_os_string(),
+                OsString::from("--warm"),
+            ],
+            cwd: self.runtimes.dir.clone(),
+            env: self.base_env(),
+            ready_timeout: self.opts.ready_timeout,
+            memory_mb,
+            timeout: Duration::from_secs(30),
+            ns: ns.to_string(),
+            name: "node-warm".to_string(),
+            ready: supervisor::Readiness::Line,
+            sandbox,
+            control_fd: None,
+            stdin_pipe: true,
+        })
+    }
+
+    /// Starts the process of a cold start: forked from the namespace's
+    /// zygote for Python (when enabled and working), else a fresh start.
+    async fn start_cold(
+        &self,
+        ns: &str,
+        launch: &Launch,
+        sink: &supervisor::LineSink,
+    ) -> std::result::Result<Arc<supervisor::Proc>, String> {
+        let runs = |server: &Path| launch.args.iter().any(|a| a.as_os_str() == server);
+        // Variables the interpreter reads at start-up would be missed by a
+        // process that started before them: such functions start fresh.
+        let startup_env = |prefix: &str| {
+            launch
+                .env
+                .iter()
+                .any(|(k, _)| k.starts_with(prefix) && k != "PYTHONPATH")
+        };
+        if self.opts.zygote && runs(&self.runtimes.node) && !startup_env("NODE_OPTIONS") {
+            if let Some(mut m) = self.warm.take(ns, launch.memory_mb) {
+                m.route(sink.clone());
+                m.spawned.assign(&launch.env).await?;
+                let port = m.spawned.wait_ready(launch).await?;
+                self.prewarm_node(ns, launch.memory_mb);
+                return Ok(m.spawned.into_proc(port, launch));
+            }
+            self.prewarm_node(ns, launch.memory_mb);
+        }
+        if self.opts.zygote && runs(&self.runtimes.python) && !startup_env("PYTHON") {
+            let forked = match self.zygote(ns).await {
+                Ok(z) => z.fork(launch, self.sandbox.as_deref(), sink.clone()).await,
+                Err(e) => Err(e),
+            };
+            match forked {
+                Ok(mut spawned) => {
+                    let port = spawned.wait_ready(launch).await?;
+                    return Ok(spawned.into_proc(port, launch));
+                }
+                Err(e) => sink(&format!(
+                    "sless: the zygote could not fork ({e}); starting a fresh process"
+                )),
+            }
+        }
+        supervisor::start(launch, &self.db, sink.clone()).await
+    }
+
+    /// At zero: waits for a request (or `min_instances = 1`) and starts the
+    /// process, telling the waiting requests when it is live or failed.
+    /// `None` when the generation is no longer current.
+    pub(super) async fn cold_start(
+        &self,
+        key: &Key,
+        generation: u64,
+        launch: &Launch,
+        sink: &supervisor::LineSink,
+        scale: &scale::Scale,
+    ) -> Option<Arc<supervisor::Proc>> {
+        loop {
+            scale.woken().await;
+            {
+                let mut slots = self.lock_slots();
+                let slot = slots.get_mut(key).filter(|s| s.generation == generation)?;
+                if !slot.wanted && !scale.keeps_one() {
+                    continue; // a wake-up left over from an earlier start
+                }
+                slot.cold_error = None;
+            }
+            let t0 = std::time::Instant::now();
+            let started = self.start_cold(&key.0, launch, sink).await;
+            let mut slots = self.lock_slots();
+            let slot = slots.get_mut(key).filter(|s| s.generation == generation)?;
+            slot.wanted = false;
+            match started {
+                Ok(p) => {
+                    slot.active = Some(p.clone());
+                    slot.at_zero = false;
+                    scale.touch();
+                    self.write_status(key, |s| {
+                        s.instances = 1;
+                        s.message = None;
+                    });
+                    drop(slots);
+                    scale.announce();
+                    self.write_pid_file::<Function>(key, &p);
+                    sink(&format!(
+                        "sless: cold start: pid {} ready in {} ms",
+                        p.pid,
+                        t0.elapsed().as_millis()
+                    ));
+                    return Some(p);
+                }
+                Err(msg) => {
+                    slot.cold_error = Some(msg.clone());
+                    self.write_status(key, |s| {
+                        s.message = Some(format!("the last cold start failed: {msg}"));
+                    });
+                    drop(slots);
+                    scale.announce();
+                    sink(&format!("sless: cold start failed: {msg}"));
+                }
+            }
+        }
+    }
+
+    /// Where a request for `f` goes: its live process; for a function at
+    /// zero, the process the request's wake-up starts (the request is held
+    /// until it is ready, within `timeout_sec`).
+    pub(super) async fn function_target(&self, f: &Function) -> Result<InvokeTarget> {
+        let k = key(&f.namespace, &f.name);
+        let timeout = Duration::from_secs(u64::from(f.spec.timeout_sec));
+        let not_serving =
+            || workload::not_serving::<Function>(&k, f.status.phase, f.status.message.clone());
+        let mut changed = {
+            let mut slots = self.lock_slots();
+            let Some(slot) = slots.get_mut(&k) else {
+                return Err(not_serving());
+            };
+            if let Some(t) = slot.target(timeout, true) {
+                return Ok(t);
+            }
+            if !(slot.at_zero && f.status.phase == Phase::Ready) {
+                return Err(not_serving());
+            }
+            slot.wanted = true;
+            let rx = slot.scale.subscribe();
+            slot.scale.wake();
+            rx
+        };
+        let t0 = std::time::Instant::now();
+        let name = &f.name;
+        let wait = async {
+            loop {
+                if changed.changed().await.is_err() {
+                    return Err(Error::NotReady(format!(
+                        "function {name:?} was changed or deleted while starting"
+                    )));
+                }
+                let slots = self.lock_slots();
+                let Some(slot) = slots.get(&k) else {
+                    return Err(Self::not_found(&k.0, name));
+                };
+                // The rest of the timeout is the request's.
+                let left = timeout.saturating_sub(t0.elapsed());
+                if let Some(t) = slot.target(left.max(Duration::from_millis(100)), true) {
+                    return Ok(t);
+                }
+                if let Some(why) = &slot.cold_error {
+                    return Err(Error::NotReady(format!(
+                        "function {name:?} could not start: {why}"
+                    )));
+                }
+            }
+        };
+        tokio::time::timeout(timeout, wait)
+            .await
+            .unwrap_or_else(|_| {
+                Err(Error::NotReady(format!(
+                    "function {name:?} did not start within its timeout_sec ({} s)",
+                    f.spec.timeout_sec
+                )))
+            })
+    }
+}
