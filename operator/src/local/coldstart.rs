@@ -76,10 +76,7 @@ impl Inner {
     }
 
     /// Namespace `ns`'s running zygote, started when it has none.
-    async fn zygote(
-        &self,
-        ns: &str,
-    ) -> std::result::Result<Arc<zygote::Zygote>, String> {
+    async fn zygote(&self, ns: &str) -> std::result::Result<Arc<zygote::Zygote>, String> {
         self.zygotes
             .get_or_start(ns, async {
                 let launch = self.zygote_launch(ns)?;
@@ -141,11 +138,7 @@ impl Inner {
     /// `memory_mb`: `node --max-old-space-size=… server.js --warm` in a
     /// sandbox of that namespace that sees its builds and Node dependency
     /// caches read-only, with the limits of such a function.
-    fn node_warm_launch(
-        &self,
-        ns: &str,
-        memory_mb: u32,
-    ) -> std::result::Result<Launch, String> {
+    fn node_warm_launch(&self, ns: &str, memory_mb: u32) -> std::result::Result<Launch, String> {
         let data_dir = &self.opts.data_dir;
         let builds = data_dir.join("builds").join(ns);
         let deps = data_dir.join("deps").join("node").join(ns);
@@ -205,15 +198,8 @@ impl Inner {
         sink: &supervisor::LineSink,
     ) -> std::result::Result<Arc<supervisor::Proc>, String> {
         let runs = |server: &Path| launch.args.iter().any(|a| a.as_os_str() == server);
-        // Variables the interpreter reads at start-up would be missed by a
-        // process that started before them: such functions start fresh.
-        let startup_env = |prefix: &str| {
-            launch
-                .env
-                .iter()
-                .any(|(k, _)| k.starts_with(prefix) && k != "PYTHONPATH")
-        };
-        if self.opts.zygote && runs(&self.runtimes.node) && !startup_env("NODE_OPTIONS") {
+        let fresh = needs_fresh_start(&launch.env);
+        if self.opts.zygote && runs(&self.runtimes.node) && !fresh {
             if let Some(mut m) = self.warm.take(ns, launch.memory_mb) {
                 m.route(sink.clone());
                 m.spawned.assign(&launch.env).await?;
@@ -223,7 +209,7 @@ impl Inner {
             }
             self.prewarm_node(ns, launch.memory_mb);
         }
-        if self.opts.zygote && runs(&self.runtimes.python) && !startup_env("PYTHON") {
+        if self.opts.zygote && runs(&self.runtimes.python) && !fresh {
             let forked = match self.zygote(ns).await {
                 Ok(z) => z.fork(launch, self.sandbox.as_deref(), sink.clone()).await,
                 Err(e) => Err(e),
@@ -356,5 +342,36 @@ impl Inner {
                     f.spec.timeout_sec
                 )))
             })
+    }
+}
+
+/// True when `env` sets a variable an interpreter reads only at start-up
+/// (`PYTHON*` other than `PYTHONPATH`, which the zygote applies itself;
+/// `NODE_OPTIONS`): a process started before it would miss it, so such a
+/// function starts fresh.
+fn needs_fresh_start(env: &[(String, String)]) -> bool {
+    env.iter()
+        .any(|(k, _)| (k.starts_with("PYTHON") && k != "PYTHONPATH") || k == "NODE_OPTIONS")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::needs_fresh_start;
+
+    fn env(keys: &[&str]) -> Vec<(String, String)> {
+        keys.iter()
+            .map(|k| (k.to_string(), "1".to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn start_up_variables_force_a_fresh_start() {
+        assert!(!needs_fresh_start(&env(&[
+            "PATH",
+            "PYTHONPATH",
+            "GREETING"
+        ])));
+        assert!(needs_fresh_start(&env(&["PYTHONHASHSEED"])));
+        assert!(needs_fresh_start(&env(&["NODE_OPTIONS"])));
     }
 }
