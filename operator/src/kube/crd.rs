@@ -79,7 +79,7 @@ pub struct FunctionSpec {
     #[schemars(range(min = 1, max = 900))]
     pub timeout_sec: u32,
     /// Pods kept when idle: 0 or 1. The kube backend keeps one pod running
-    /// either way for now (see docs/kube-backend.md).
+    /// either way for now (see docs/kubernetes.md).
     #[serde(default)]
     #[schemars(range(min = 0, max = 1))]
     pub min_instances: u32,
