@@ -60,11 +60,6 @@ impl Zygotes {
             z.proc.stop(grace).await;
         }
     }
-
-    /// Pids of the running zygotes.
-    pub async fn pids(&self) -> Vec<u32> {
-        self.map.lock().await.values().map(|z| z.proc.pid).collect()
-    }
 }
 
 /// What the reader task and the forking side share.
