@@ -6,7 +6,8 @@ The operator holds the other end of CONTROL_FD (a SOCK_SEQPACKET socket).
 Each message it sends is one start: the text "start ID" with four descriptors
 attached: the function's environment (a memfd of NUL-separated KEY=VALUE),
 its stdout and stderr (the operator's pipes), and a "go" pipe. The zygote
-forks and answers "forked ID PID" (PID as seen here); the child waits until
+forks and answers "forked ID PID" (PID as seen here; "failed ID REASON" when
+the fork itself fails); the child waits until
 the operator has moved it into the function's cgroup and written one byte to
 "go", then takes the environment, working directory and module path a fresh
 `python3 -u server.py` would have had and serves (server.serve()). When a
@@ -15,18 +16,33 @@ child exits the zygote answers "exited PID STATUS" (STATUS: the exit code, or
 docs/runtime-protocol.md, "The zygote".
 """
 
+import atexit
 import ctypes
 import gc
 import os
 import signal
 import socket
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-import server  # noqa: E402 - the import is the point: done once, shared by every fork
+import importlib.util  # noqa: E402
+
+
+def load_runtime():
+    # Under a private name: a user's own module called `server` must still
+    # be importable, as it is with a fresh `python3 server.py` (__main__).
+    spec = importlib.util.spec_from_file_location("_sless_server", os.path.join(HERE, "server.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# The import is the point: done once, shared by every fork.
+server = load_runtime()
 
 # Everything server.py imports lazily on a first request, imported now.
 import asyncio  # noqa: E402,F401
@@ -96,9 +112,13 @@ def child(control, env_fd, out_fd, err_fd, go_fd):
         extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
         sys.path[:] = BASE_PATH[:1] + extra + BASE_PATH[1:]
         sys.argv = [os.path.join(HERE, "server.py")]
+        time.tzset()  # TZ from the function's environment
         code = server.main([])
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
+        if exc.code is None:
+            code = 0
+        else:
+            code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - anything here is a failed start
         import traceback
 
@@ -106,6 +126,9 @@ def child(control, env_fd, out_fd, err_fd, go_fd):
         code = 1
     finally:
         try:
+            # What interpreter shutdown would do: atexit handlers (logging's
+            # flush among them), then the streams.
+            atexit._run_exitfuncs()
             sys.stdout.flush()
             sys.stderr.flush()
         finally:
@@ -161,7 +184,13 @@ def main(argv):
             sys.stderr.write("sless zygote: bad request %r\n" % (msg,))
             continue
         env_fd, out_fd, err_fd, go_fd = fds
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as exc:  # e.g. EAGAIN at the pids limit: this start fails, not the zygote
+            for fd in fds:
+                os.close(fd)
+            send("failed %s %s" % (words[1], type(exc).__name__))
+            continue
         if pid == 0:
             child(control, env_fd, out_fd, err_fd, go_fd)
         for fd in fds:

@@ -198,16 +198,23 @@ impl Inner {
         sink: &supervisor::LineSink,
     ) -> std::result::Result<Arc<supervisor::Proc>, String> {
         let runs = |server: &Path| launch.args.iter().any(|a| a.as_os_str() == server);
-        let fresh = needs_fresh_start(&launch.env);
+        let fresh = needs_fresh_start(&launch.env, &self.base_env());
         if self.opts.zygote && runs(&self.runtimes.node) && !fresh {
-            if let Some(mut m) = self.warm.take(ns, launch.memory_mb) {
-                m.route(sink.clone());
-                m.spawned.assign(&launch.env).await?;
-                let port = m.spawned.wait_ready(launch).await?;
-                self.prewarm_node(ns, launch.memory_mb);
-                return Ok(m.spawned.into_proc(port, launch));
-            }
+            let taken = self.warm.take(ns, launch.memory_mb);
             self.prewarm_node(ns, launch.memory_mb);
+            if let Some(mut m) = taken {
+                m.route(sink.clone());
+                match m.spawned.assign(&launch.env).await {
+                    Ok(()) => {
+                        let port = m.spawned.wait_ready(launch).await?;
+                        return Ok(m.spawned.into_proc(port, launch));
+                    }
+                    // It died while waiting: start fresh instead.
+                    Err(e) => sink(&format!(
+                        "sless: the warm process was gone ({e}); starting a fresh process"
+                    )),
+                }
+            }
         }
         if self.opts.zygote && runs(&self.runtimes.python) && !fresh {
             let forked = match self.zygote(ns).await {
@@ -238,8 +245,18 @@ impl Inner {
         sink: &supervisor::LineSink,
         scale: &scale::Scale,
     ) -> Option<Arc<supervisor::Proc>> {
+        let mut backoff = supervisor::Backoff::default();
+        let mut failed = false;
         loop {
-            scale.woken().await;
+            if scale.keeps_one() {
+                // min_instances = 1: start without a request (after a failed
+                // start, with backoff).
+                if failed {
+                    tokio::time::sleep(backoff.delay(Duration::ZERO)).await;
+                }
+            } else {
+                scale.woken().await;
+            }
             {
                 let mut slots = self.lock_slots();
                 let slot = slots.get_mut(key).filter(|s| s.generation == generation)?;
@@ -273,6 +290,7 @@ impl Inner {
                     return Some(p);
                 }
                 Err(msg) => {
+                    failed = true;
                     slot.cold_error = Some(msg.clone());
                     self.write_status(key, |s| {
                         s.message = Some(format!("the last cold start failed: {msg}"));
@@ -345,33 +363,58 @@ impl Inner {
     }
 }
 
-/// True when `env` sets a variable an interpreter reads only at start-up
-/// (`PYTHON*` other than `PYTHONPATH`, which the zygote applies itself;
-/// `NODE_OPTIONS`): a process started before it would miss it, so such a
-/// function starts fresh.
-fn needs_fresh_start(env: &[(String, String)]) -> bool {
-    env.iter()
-        .any(|(k, _)| (k.starts_with("PYTHON") && k != "PYTHONPATH") || k == "NODE_OPTIONS")
+/// True when `env` sets a variable that is read only when an interpreter,
+/// the C library, the dynamic loader or OpenSSL start, to a value the zygote
+/// and warm processes (started with `base`) did not have: a process started
+/// earlier would miss it, so such a function starts fresh. `PYTHONPATH` and
+/// `NODE_PATH` the runtimes apply themselves; `TZ` is re-read.
+fn needs_fresh_start(env: &[(String, String)], base: &[(String, String)]) -> bool {
+    const PREFIXES: [&str; 7] = [
+        "PYTHON", "NODE_", "LD_", "LC_", "MALLOC_", "GLIBC_", "OPENSSL_",
+    ];
+    const APPLIED: [&str; 2] = ["PYTHONPATH", "NODE_PATH"];
+    env.iter().any(|(k, v)| {
+        let read_at_start = (PREFIXES.iter().any(|p| k.starts_with(p))
+            && !APPLIED.contains(&k.as_str()))
+            || matches!(k.as_str(), "LANG" | "LANGUAGE");
+        read_at_start && !base.iter().any(|(bk, bv)| bk == k && bv == v)
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::needs_fresh_start;
 
-    fn env(keys: &[&str]) -> Vec<(String, String)> {
-        keys.iter()
-            .map(|k| (k.to_string(), "1".to_string()))
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
     }
 
     #[test]
     fn start_up_variables_force_a_fresh_start() {
-        assert!(!needs_fresh_start(&env(&[
-            "PATH",
-            "PYTHONPATH",
-            "GREETING"
-        ])));
-        assert!(needs_fresh_start(&env(&["PYTHONHASHSEED"])));
-        assert!(needs_fresh_start(&env(&["NODE_OPTIONS"])));
+        let base = env(&[("PATH", "/usr/bin"), ("LANG", "C.UTF-8")]);
+        let plain = env(&[
+            ("PATH", "/usr/bin"),
+            ("LANG", "C.UTF-8"),
+            ("PYTHONPATH", "/d"),
+            ("NODE_PATH", "/n"),
+            ("TZ", "UTC"),
+            ("GREETING", "hi"),
+        ]);
+        assert!(!needs_fresh_start(&plain, &base));
+        for k in [
+            "PYTHONHASHSEED",
+            "NODE_OPTIONS",
+            "NODE_EXTRA_CA_CERTS",
+            "LD_PRELOAD",
+            "LC_ALL",
+            "MALLOC_ARENA_MAX",
+            "OPENSSL_CONF",
+        ] {
+            assert!(needs_fresh_start(&env(&[(k, "1")]), &base), "{k}");
+        }
+        assert!(needs_fresh_start(&env(&[("LANG", "de_DE.UTF-8")]), &base));
     }
 }

@@ -458,7 +458,7 @@ impl Inner {
 
     /// `PATH`, `HOME` and `LANG` of every user process: inside the sandbox
     /// its `PATH` and its private `/tmp` as `HOME`, else the operator's.
-    fn base_env(&self) -> Vec<(String, String)> {
+    pub(super) fn base_env(&self) -> Vec<(String, String)> {
         let mut env: Vec<(String, String)> = match &self.sandbox {
             Some(sb) => vec![
                 ("PATH".to_string(), sb.path_env().to_string()),

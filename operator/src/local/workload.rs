@@ -157,6 +157,11 @@ impl Inner {
         if let Some(w) = slot.worker.take() {
             w.abort();
         }
+        // A scale-down the aborted worker was in the middle of finishes here.
+        if let Some(p) = slot.stopping.take() {
+            let grace = self.opts.stop_grace;
+            tokio::spawn(async move { p.stop(grace).await });
+        }
         slot.worker = Some(tokio::spawn(work(self.clone(), k, generation)));
     }
 
@@ -328,6 +333,9 @@ impl Inner {
                         }
                         if let Some(s) = slots.get_mut(k) {
                             s.active = Some(p.clone());
+                            // Requests held for a cold start whose process
+                            // died at once are served by this one.
+                            s.scale.announce();
                         }
                         S::write_status(self, k, |s| S::restarted(s, &how, restarts));
                         drop(slots);

@@ -32,8 +32,13 @@ const FORK_TIMEOUT: Duration = Duration::from_secs(5);
 /// The zygotes of the backend, one per namespace, started on demand.
 #[derive(Default)]
 pub struct Zygotes {
-    map: tokio::sync::Mutex<HashMap<String, Arc<Zygote>>>,
+    /// One slot per namespace, locked while its zygote starts (so one
+    /// namespace's start never holds up another's cold starts).
+    map: Mutex<HashMap<String, ZygoteSlot>>,
 }
+
+/// A namespace's zygote, if started; locked while it starts.
+type ZygoteSlot = Arc<tokio::sync::Mutex<Option<Arc<Zygote>>>>;
 
 impl Zygotes {
     /// The running zygote of `ns`, or a new one from `start` (also when the
@@ -42,22 +47,37 @@ impl Zygotes {
     where
         F: std::future::Future<Output = Result<Zygote, String>>,
     {
-        let mut map = self.map.lock().await;
-        if let Some(z) = map.get(ns)
+        let slot = self
+            .map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(ns.to_string())
+            .or_default()
+            .clone();
+        let mut slot = slot.lock().await;
+        if let Some(z) = slot.as_ref()
             && !z.proc.has_exited()
         {
             return Ok(z.clone());
         }
         let z = Arc::new(start.await?);
-        map.insert(ns.to_string(), z.clone());
+        *slot = Some(z.clone());
         Ok(z)
     }
 
     /// Stops every zygote (at shutdown; their children die with them).
     pub async fn stop_all(&self, grace: Duration) {
-        let all: Vec<Arc<Zygote>> = self.map.lock().await.drain().map(|(_, z)| z).collect();
-        for z in all {
-            z.proc.stop(grace).await;
+        let slots: Vec<_> = self
+            .map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .map(|(_, s)| s)
+            .collect();
+        for slot in slots {
+            if let Some(z) = slot.lock().await.take() {
+                z.proc.stop(grace).await;
+            }
         }
     }
 }
@@ -65,10 +85,13 @@ impl Zygotes {
 /// What the reader task and the forking side share.
 #[derive(Default)]
 struct Waiting {
-    forks: HashMap<u64, oneshot::Sender<u32>>,
+    /// Forks asked for: the child's pid, or why the fork failed.
+    forks: HashMap<u64, oneshot::Sender<Result<u32, String>>>,
     exits: HashMap<u32, oneshot::Sender<i32>>,
     /// Exits reported before their fork was acknowledged.
     early: HashMap<u32, i32>,
+    /// Children of forks given up on (they exit: their "go" pipe closed).
+    abandoned: std::collections::HashSet<u32>,
     closed: bool,
 }
 
@@ -163,19 +186,30 @@ impl Zygote {
             err_w.as_raw_fd(),
             go_r.as_raw_fd(),
         ];
-        self.send(msg.as_bytes(), &fds).await?;
+        if let Err(e) = self.send(msg.as_bytes(), &fds).await {
+            lock(&self.waiting).forks.remove(&id);
+            return Err(e);
+        }
         drop((env_file, out_w, err_w, go_r));
         let inner_pid = match tokio::time::timeout(FORK_TIMEOUT, rx).await {
-            Ok(Ok(pid)) => pid,
+            Ok(Ok(Ok(pid))) => pid,
+            Ok(Ok(Err(why))) => return Err(format!("the zygote could not fork: {why}")),
             _ => {
                 lock(&self.waiting).forks.remove(&id);
                 return Err("the zygote did not acknowledge the fork".into());
             }
         };
         let pid = match &prepared {
-            Some(_) => self
-                .host_pid(inner_pid)
-                .ok_or_else(|| format!("forked pid {inner_pid} not found in the zygote's group"))?,
+            Some(_) => match self.host_pid(inner_pid) {
+                Some(pid) => pid,
+                None => {
+                    // Dropping `go_w` makes the child exit.
+                    self.abandon(inner_pid);
+                    return Err(format!(
+                        "forked pid {inner_pid} not found in the zygote's group"
+                    ));
+                }
+            },
             None => inner_pid,
         };
         // Kills the child (its own group after setsid) if anything below fails.
@@ -219,6 +253,14 @@ impl Zygote {
             || {},
             sink,
         ))
+    }
+
+    /// Forgets the child `inner` (pid inside): its exit, when reported, is dropped.
+    fn abandon(&self, inner: u32) {
+        let mut w = lock(&self.waiting);
+        if w.early.remove(&inner).is_none() {
+            w.abandoned.insert(inner);
+        }
     }
 
     /// The host pid of the zygote's child `inner` (its pid inside the
@@ -275,14 +317,29 @@ async fn read_replies(ctl: Arc<AsyncFd<OwnedFd>>, waiting: Arc<Mutex<Waiting>>) 
         let mut w = lock(&waiting);
         match words.as_slice() {
             ["forked", id, pid] => {
-                if let (Ok(id), Ok(pid)) = (id.parse::<u64>(), pid.parse::<u32>())
+                if let (Ok(id), Ok(pid)) = (id.parse::<u64>(), pid.parse::<u32>()) {
+                    let delivered = w
+                        .forks
+                        .remove(&id)
+                        .is_some_and(|tx| tx.send(Ok(pid)).is_ok());
+                    if !delivered {
+                        // Given up on (timed out): its child exits unassigned.
+                        w.abandoned.insert(pid);
+                    }
+                }
+            }
+            ["failed", id, why] => {
+                if let Ok(id) = id.parse::<u64>()
                     && let Some(tx) = w.forks.remove(&id)
                 {
-                    let _ = tx.send(pid);
+                    let _ = tx.send(Err(why.to_string()));
                 }
             }
             ["exited", pid, code] => {
                 if let (Ok(pid), Ok(code)) = (pid.parse::<u32>(), code.parse::<i32>()) {
+                    if w.abandoned.remove(&pid) {
+                        continue;
+                    }
                     match w.exits.remove(&pid) {
                         Some(tx) => {
                             let _ = tx.send(code);
