@@ -275,13 +275,13 @@ impl Inner {
                     slot.active = Some(p.clone());
                     slot.at_zero = false;
                     scale.touch();
+                    self.write_pid_file::<Function>(key, &p);
                     self.write_status(key, |s| {
                         s.instances = 1;
                         s.message = None;
                     });
                     drop(slots);
                     scale.announce();
-                    self.write_pid_file::<Function>(key, &p);
                     sink(&format!(
                         "sless: cold start: pid {} ready in {} ms",
                         p.pid,

@@ -225,8 +225,8 @@ impl Inner {
     }
 
     /// Sends `k`'s traffic to `proc` with the status `ready` (while
-    /// `generation` is current, else `None`: dropping `proc` kills it) and
-    /// writes the pid file. `Some` of the process it replaced, if any: stop
+    /// `generation` is current, else `None`: dropping `proc` kills it),
+    /// writing the pid file first. `Some` of the process it replaced, if any: stop
     /// it with [`Inner::retire`].
     pub(super) fn go_live<S: Served>(
         &self,
@@ -240,6 +240,9 @@ impl Inner {
             if !is_current(&slots, k, generation) {
                 return None;
             }
+            // Before the status says Ready: whoever sees Ready finds the
+            // new process's pid file, not the old one's.
+            self.write_pid_file::<S>(k, proc);
             S::write_status(self, k, ready);
             slots.get_mut(k).and_then(|s| {
                 s.at_zero = false;
@@ -251,7 +254,6 @@ impl Inner {
                 s.active.replace(proc.clone())
             })
         };
-        self.write_pid_file::<S>(k, proc);
         Some(old)
     }
 
@@ -337,9 +339,9 @@ impl Inner {
                             // died at once are served by this one.
                             s.scale.announce();
                         }
+                        self.write_pid_file::<S>(k, &p);
                         S::write_status(self, k, |s| S::restarted(s, &how, restarts));
                         drop(slots);
-                        self.write_pid_file::<S>(k, &p);
                         proc = p;
                         break;
                     }
