@@ -5,9 +5,7 @@
 //! or started fresh. See docs/local-backend.md, "Scale to zero".
 
 use super::supervisor::{self, Launch};
-use super::{
-    Inner, Key, ZYGOTE_MEMORY_MB, cgroup, key, node_heap_mb, sandbox, scale, warm, workload, zygote,
-};
+use super::{Inner, Key, ZYGOTE_MEMORY_MB, key, node_heap_mb, scale, warm, workload, zygote};
 use crate::backend::InvokeTarget;
 use crate::{Error, Result};
 use sless_wire::runtime::Language;
@@ -19,41 +17,41 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 impl Inner {
+    /// The sandbox (strict) of a pre-started process of namespace `ns` for
+    /// `language`: it sees the namespace's builds and dependency caches of
+    /// that language and the runtime servers read-only (created when
+    /// missing), with the limits of a process of `memory_mb`.
+    fn namespace_sandbox(
+        &self,
+        ns: &str,
+        language: Language,
+        memory_mb: u32,
+    ) -> std::result::Result<Option<supervisor::SandboxLaunch>, String> {
+        let Some(sb) = &self.sandbox else {
+            return Ok(None);
+        };
+        let lang = match language {
+            Language::Python => "python",
+            Language::Node => "node",
+        };
+        let builds = self.opts.data_dir.join("builds").join(ns);
+        let deps = self.opts.data_dir.join("deps").join(lang).join(ns);
+        for dir in [&builds, &deps] {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let ro = vec![builds, deps, self.runtimes.dir.clone()];
+        self.serving_sandbox(sb, ns, ro, self.runtimes.dir.clone(), memory_mb)
+            .map(Some)
+    }
+
     /// The launch of namespace `ns`'s Python zygote: `python3 -u zygote.py 4`
     /// in a sandbox of that namespace that sees its builds and dependency
     /// caches read-only (the forked functions' code) and serves from its
     /// socket dir (the forked functions' sockets).
     fn zygote_launch(&self, ns: &str) -> std::result::Result<Launch, String> {
-        let data_dir = &self.opts.data_dir;
-        let builds = data_dir.join("builds").join(ns);
-        let deps = data_dir.join("deps").join("python").join(ns);
-        for dir in [&builds, &deps] {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
         let memory_mb = ZYGOTE_MEMORY_MB;
-        let sandbox = match &self.sandbox {
-            Some(sb) => Some(supervisor::SandboxLaunch {
-                sandbox: sb.clone(),
-                plan: sandbox::Plan {
-                    uid: self.sandbox_uid(ns)?,
-                    ro: vec![builds, deps, self.runtimes.dir.clone()],
-                    rw: Vec::new(),
-                    network: sandbox::Network::Isolated,
-                    socket_dir: None,
-                    bridge_port: None,
-                    cwd: self.runtimes.dir.clone(),
-                    limits: cgroup::Limits {
-                        memory_mb,
-                        pids_max: sb.settings.pids_max,
-                        cpu_millis: sb.settings.cpu_millis,
-                    },
-                    tmp_mb: sb.settings.tmp_mb,
-                },
-                serves: true,
-            }),
-            None => None,
-        };
+        let sandbox = self.namespace_sandbox(ns, Language::Python, memory_mb)?;
         Ok(Launch {
             program: self.opts.python.clone(),
             args: vec![
@@ -139,35 +137,7 @@ impl Inner {
     /// sandbox of that namespace that sees its builds and Node dependency
     /// caches read-only, with the limits of such a function.
     fn node_warm_launch(&self, ns: &str, memory_mb: u32) -> std::result::Result<Launch, String> {
-        let data_dir = &self.opts.data_dir;
-        let builds = data_dir.join("builds").join(ns);
-        let deps = data_dir.join("deps").join("node").join(ns);
-        for dir in [&builds, &deps] {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
-        let sandbox = match &self.sandbox {
-            Some(sb) => Some(supervisor::SandboxLaunch {
-                sandbox: sb.clone(),
-                plan: sandbox::Plan {
-                    uid: self.sandbox_uid(ns)?,
-                    ro: vec![builds, deps, self.runtimes.dir.clone()],
-                    rw: Vec::new(),
-                    network: sandbox::Network::Isolated,
-                    socket_dir: None,
-                    bridge_port: None,
-                    cwd: self.runtimes.dir.clone(),
-                    limits: cgroup::Limits {
-                        memory_mb,
-                        pids_max: sb.settings.pids_max,
-                        cpu_millis: sb.settings.cpu_millis,
-                    },
-                    tmp_mb: sb.settings.tmp_mb,
-                },
-                serves: true,
-            }),
-            None => None,
-        };
+        let sandbox = self.namespace_sandbox(ns, Language::Node, memory_mb)?;
         Ok(Launch {
             program: self.opts.node.clone(),
             args: vec![

@@ -489,6 +489,20 @@ impl Inner {
         if let Ok(target) = std::fs::read_link(built.src.join("node_modules")) {
             ro.push(target);
         }
+        self.serving_sandbox(sb, ns, ro, built.src.clone(), memory_mb)
+    }
+
+    /// A sandbox of namespace `ns` that serves on its socket: `ro` bound
+    /// read-only, its own network namespace, the limits of a process of
+    /// `memory_mb`.
+    pub(super) fn serving_sandbox(
+        &self,
+        sb: &Arc<sandbox::Sandbox>,
+        ns: &str,
+        ro: Vec<PathBuf>,
+        cwd: PathBuf,
+        memory_mb: u32,
+    ) -> std::result::Result<supervisor::SandboxLaunch, String> {
         Ok(supervisor::SandboxLaunch {
             sandbox: sb.clone(),
             plan: sandbox::Plan {
@@ -498,7 +512,7 @@ impl Inner {
                 network: sandbox::Network::Isolated,
                 socket_dir: None,
                 bridge_port: None,
-                cwd: built.src.clone(),
+                cwd,
                 limits: cgroup::Limits {
                     memory_mb,
                     pids_max: sb.settings.pids_max,

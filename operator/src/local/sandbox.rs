@@ -524,6 +524,14 @@ pub fn env_file(env: &[(String, String)]) -> Result<std::os::fd::OwnedFd, String
     // SAFETY: a fresh descriptor nothing else owns.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut file = std::fs::File::from(owned);
+    file.write_all(&env_block(env))
+        .map_err(|e| format!("cannot write the environment file: {e}"))?;
+    Ok(file.into())
+}
+
+/// An environment as NUL-separated `KEY=VALUE` (what `sandbox-exec`, the
+/// zygote and a warm Node process read).
+pub fn env_block(env: &[(String, String)]) -> Vec<u8> {
     let mut buf = Vec::new();
     for (k, v) in env {
         buf.extend_from_slice(k.as_bytes());
@@ -531,9 +539,7 @@ pub fn env_file(env: &[(String, String)]) -> Result<std::os::fd::OwnedFd, String
         buf.extend_from_slice(v.as_bytes());
         buf.push(0);
     }
-    file.write_all(&buf)
-        .map_err(|e| format!("cannot write the environment file: {e}"))?;
-    Ok(file.into())
+    buf
 }
 
 /// Makes `fd` the child's [`ENV_FD`], open across exec. Call only between

@@ -480,15 +480,8 @@ impl Spawned {
             .stdin
             .take()
             .ok_or("the process has no stdin to take an environment from")?;
-        let mut buf = Vec::new();
-        for (k, v) in env {
-            buf.extend_from_slice(k.as_bytes());
-            buf.push(b'=');
-            buf.extend_from_slice(v.as_bytes());
-            buf.push(0);
-        }
         stdin
-            .write_all(&buf)
+            .write_all(&sandbox::env_block(env))
             .await
             .map_err(|e| format!("cannot hand the warm process its environment: {e}"))?;
         drop(stdin);
