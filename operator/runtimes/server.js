@@ -332,8 +332,12 @@ async function runOnce(inputFile, outputFile) {
 // directory as a fresh start would have had them, and serves
 // (docs/runtime-protocol.md, "Warm Node processes").
 async function warm() {
+  const { Module } = require('node:module');
   const chunks = [];
-  for await (const chunk of process.stdin) chunks.push(chunk);
+  const input = process.stdin;
+  // Booted: the operator may now count on this process (the line is never logged).
+  process.stdout.write('SLESS_WARM\n');
+  for await (const chunk of input) chunks.push(chunk);
   const text = Buffer.concat(chunks).toString('utf8');
   if (!text) process.exit(1); // the operator went away unassigned
   for (const k of Object.keys(process.env)) delete process.env[k];
@@ -344,7 +348,7 @@ async function warm() {
     else process.env[kv.slice(0, i)] = kv.slice(i + 1);
   }
   // NODE_PATH is read at start-up: read it again from the new environment.
-  require('node:module').Module._initPaths();
+  Module._initPaths();
   process.chdir(process.env.SLESS_CODE_DIR || '/');
   return serve();
 }

@@ -137,6 +137,11 @@ pub struct SandboxArgs {
     /// their namespace (`on`), or start every process fresh (`off`).
     #[arg(long, env = "SLESS_ZYGOTE", value_enum, default_value_t = Toggle::On)]
     pub zygote: Toggle,
+
+    /// Seconds a namespace's zygote or warm Node process is kept without a
+    /// cold start asking for it (0: until shutdown).
+    #[arg(long, env = "SLESS_WARM_IDLE_SEC", default_value_t = 900)]
+    pub warm_idle_sec: u64,
 }
 
 /// `on` or `off`.

@@ -107,6 +107,31 @@ fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
 }
 
+/// Processes whose command line contains `needle`.
+fn procs_running(needle: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmd).contains(needle)
+        })
+        .count()
+}
+
+/// Polls until no process's command line contains `needle`.
+async fn wait_none_running(needle: &str, timeout: Duration, what: &str) {
+    let deadline = Instant::now() + timeout;
+    while procs_running(needle) > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "{what} still running after {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn wait_dead(pid: u32) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while alive(pid) {
@@ -252,25 +277,100 @@ async fn an_idle_function_scales_to_zero_and_the_first_requests_start_one_proces
 
     // Stopping the operator stops the zygotes too.
     let zygote = op.data_dir.join("runtimes/zygote.py").display().to_string();
-    let zygotes = || {
-        std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|e| {
-                let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-                String::from_utf8_lossy(&cmd).contains(&zygote)
-            })
-            .count()
-    };
-    assert!(zygotes() > 0, "no zygote ran for this operator");
+    assert!(
+        procs_running(&zygote) > 0,
+        "no zygote ran for this operator"
+    );
     let mut op = op;
     op.stop();
+    wait_none_running(
+        &zygote,
+        Duration::from_secs(10),
+        "a zygote of a stopped operator",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_zygotes_and_warm_node_processes_stop_and_come_back_on_demand() {
+    let op = Operator::start_with(&["--warm-idle-sec", "2"]);
+    let c = op.client("scale-reap");
+    c.ensure().await;
+    let zygote = op.data_dir.join("runtimes/zygote.py").display().to_string();
+    let warm_node = format!(
+        "{}\0--warm",
+        op.data_dir.join("runtimes/server.js").display()
+    );
+    create(&c, "py", json!({"idle_timeout_sec": 1})).await;
+    create(&c, "busy", json!({"idle_timeout_sec": 1})).await;
+    wait_instances(&c, "py", 0, Duration::from_secs(15)).await;
+    wait_instances(&c, "busy", 0, Duration::from_secs(15)).await;
+
+    // "busy" is forked from the zygote and kept up: the zygote outlives its
+    // idle time while it has a running child (its children die with it).
+    let forked = invoke_json(&c, "busy").await;
+    let (code, f) = c
+        .call(
+            Method::PATCH,
+            &paths::function(&c.namespace, "busy"),
+            Some(json!({"idle_timeout_sec": 120})),
+        )
+        .await;
+    assert_eq!(code, 200, "{f}");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(
+        procs_running(&zygote) > 0,
+        "a zygote with a running child was stopped"
+    );
+    assert_eq!(
+        invoke_json(&c, "busy").await["instance"],
+        forked["instance"],
+        "the forked function was restarted"
+    );
+
+    // Its last child gone, the idle zygote is stopped ...
+    let (code, _) = c
+        .call(Method::DELETE, &paths::function(&c.namespace, "busy"), None)
+        .await;
+    assert_eq!(code, 204);
+    wait_none_running(&zygote, Duration::from_secs(15), "an idle zygote").await;
+    assert!(
+        op.log().contains("stopped idle warm processes"),
+        "operator log:\n{}",
+        op.log()
+    );
+    // ... and the next cold start still answers (starting one again).
+    let cold = invoke_json(&c, "py").await;
+    assert!(cold["instance"].is_string(), "{cold}");
+    assert!(c.logs("py", "run").await.contains("cold start: pid"));
+
+    // A warm Node process nobody asks for is stopped too.
+    let (code, b) = c
+        .create(json!({
+            "name": "nd", "runtime": "nodejs20", "entrypoint": "index.handler",
+            "memory_mb": 128, "idle_timeout_sec": 1,
+        }))
+        .await;
+    assert_eq!(code, 201, "{b}");
+    let (code, b) = c.upload("nd", node_instance_zip()).await;
+    assert!((200..300).contains(&code), "{code} {b}");
+    c.wait_phase("nd", Phase::Ready, READY).await;
+    wait_instances(&c, "nd", 0, Duration::from_secs(15)).await;
     let deadline = Instant::now() + Duration::from_secs(10);
-    while zygotes() > 0 {
-        assert!(Instant::now() < deadline, "a zygote outlived the operator");
+    while procs_running(&warm_node) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "no warm Node process after a scale-down"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    wait_none_running(
+        &warm_node,
+        Duration::from_secs(15),
+        "an idle warm Node process",
+    )
+    .await;
+    assert_eq!(invoke_json(&c, "nd").await["greeting"], Value::Null);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -181,6 +181,7 @@ async fn start_backend(
     opts.isolation = sandbox.isolation;
     opts.sandbox = sandbox.settings();
     opts.zygote = sandbox.zygote == crate::config::Toggle::On;
+    opts.warm_idle = std::time::Duration::from_secs(sandbox.warm_idle_sec);
     let backend = LocalBackend::start(opts).await?;
     Ok(Arc::new(backend))
 }

@@ -111,17 +111,18 @@ impl Inner {
 
     /// Starts a warm Node process for (`ns`, `memory_mb`) unless one waits.
     fn prewarm_node(&self, ns: &str, memory_mb: u32) {
-        if self.warm.has(ns, memory_mb) || self.shutting_down.load(Ordering::SeqCst) {
+        if !self.warm.wants(ns, memory_mb) || self.shutting_down.load(Ordering::SeqCst) {
             return;
         }
         let started = self.node_warm_launch(ns, memory_mb).and_then(|launch| {
             let ns_owned = ns.to_string();
-            let (switch, sink) = warm::switchable(Arc::new(move |line: &str| {
+            let switch = warm::switchable(Arc::new(move |line: &str| {
                 tracing::warn!(namespace = %ns_owned, "warm node process: {line}");
             }));
-            supervisor::spawn(&launch, &self.db, sink).map(|spawned| warm::Member {
+            supervisor::spawn(&launch, &self.db, switch.sink).map(|spawned| warm::Member {
                 spawned,
-                sink: switch,
+                sink: switch.switch,
+                booted: switch.booted,
             })
         });
         match started {
@@ -170,21 +171,36 @@ impl Inner {
         let runs = |server: &Path| launch.args.iter().any(|a| a.as_os_str() == server);
         let fresh = needs_fresh_start(&launch.env, &self.base_env());
         if self.opts.zygote && runs(&self.runtimes.node) && !fresh {
+            // The replacement starts once this start is done, so its boot
+            // does not take the CPU this start is waiting for.
             let taken = self.warm.take(ns, launch.memory_mb);
-            self.prewarm_node(ns, launch.memory_mb);
-            if let Some(mut m) = taken {
-                m.route(sink.clone());
-                match m.spawned.assign(&launch.env).await {
-                    Ok(()) => {
-                        let port = m.spawned.wait_ready(launch).await?;
-                        return Ok(m.spawned.into_proc(port, launch));
+            let started = match taken {
+                Some(mut m) => {
+                    m.route(sink.clone());
+                    match m.spawned.assign(&launch.env).await {
+                        Ok(()) => Some(
+                            m.spawned
+                                .wait_ready(launch)
+                                .await
+                                .map(|port| m.spawned.into_proc(port, launch)),
+                        ),
+                        // It died while waiting: start fresh instead.
+                        Err(e) => {
+                            sink(&format!(
+                                "sless: the warm process was gone ({e}); starting a fresh process"
+                            ));
+                            None
+                        }
                     }
-                    // It died while waiting: start fresh instead.
-                    Err(e) => sink(&format!(
-                        "sless: the warm process was gone ({e}); starting a fresh process"
-                    )),
                 }
-            }
+                None => None,
+            };
+            let started = match started {
+                Some(r) => r,
+                None => supervisor::start(launch, &self.db, sink.clone()).await,
+            };
+            self.prewarm_node(ns, launch.memory_mb);
+            return started;
         }
         if self.opts.zygote && runs(&self.runtimes.python) && !fresh {
             let forked = match self.zygote(ns).await {
@@ -330,6 +346,38 @@ impl Inner {
                     f.spec.timeout_sec
                 )))
             })
+    }
+}
+
+/// Stops zygotes and warm Node processes idle for the backend's
+/// `warm_idle` (checked a few times per period) until the backend is gone
+/// or shutting down.
+pub(super) async fn reap_idle_warm(inner: std::sync::Weak<Inner>) {
+    let every = match inner.upgrade() {
+        Some(i) => {
+            (i.opts.warm_idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30))
+        }
+        None => return,
+    };
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(inner) = inner.upgrade() else { return };
+        if inner.shutting_down.load(Ordering::SeqCst) {
+            return;
+        }
+        let Some(cutoff) = std::time::Instant::now().checked_sub(inner.opts.warm_idle) else {
+            continue;
+        };
+        let nodes = inner.warm.expire(cutoff);
+        let zygotes = inner.zygotes.stop_idle(cutoff, inner.opts.stop_grace).await;
+        if nodes + zygotes > 0 {
+            tracing::info!(
+                zygotes,
+                warm_node = nodes,
+                idle_sec = inner.opts.warm_idle.as_secs(),
+                "stopped idle warm processes"
+            );
+        }
     }
 }
 

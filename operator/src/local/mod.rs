@@ -79,6 +79,10 @@ pub struct LocalOptions {
     /// Cold-start Python functions by forking their namespace's pre-imported
     /// zygote (default true; false starts every process fresh).
     pub zygote: bool,
+    /// How long a namespace's zygote or warm Node process is kept when no
+    /// cold start or scale-down asked for it (15 min; zero keeps them until
+    /// shutdown).
+    pub warm_idle: Duration,
 }
 
 impl LocalOptions {
@@ -96,6 +100,7 @@ impl LocalOptions {
             isolation: sandbox::Isolation::None,
             sandbox: sandbox::Settings::default(),
             zygote: true,
+            warm_idle: Duration::from_secs(900),
         }
     }
 }
@@ -283,6 +288,9 @@ impl LocalBackend {
             zygotes: Default::default(),
             warm: Default::default(),
         });
+        if !inner.opts.warm_idle.is_zero() {
+            tokio::spawn(coldstart::reap_idle_warm(Arc::downgrade(&inner)));
+        }
         let mut restored = 0;
         for f in inner.db.all_functions()? {
             let plan = match f.status.phase {

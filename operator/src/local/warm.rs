@@ -6,11 +6,27 @@
 //! Node dependency caches read-only, serving on its own socket) and waits
 //! for a function's environment on stdin. A cold start takes it from the
 //! pool, points its output at the function's run log, hands it the
-//! environment, waits for its READY line, and starts a replacement.
+//! environment, waits for its READY line, and only then starts a
+//! replacement (so the replacement's boot does not compete for the CPU with
+//! the start being waited for).
+//!
+//! Warm state follows demand: a namespace keeps at most
+//! [`SIZES_PER_NAMESPACE`] memory sizes warm (the least recently used one is
+//! dropped), and a member nobody asked for within the operator's
+//! `warm_idle` is stopped (see [`WarmPool::expire`]).
 
 use super::supervisor::{LineSink, Spawned};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// The line a warm process prints on stdout once it has booted and waits
+/// for its assignment (never forwarded to a log).
+pub const WARM_LINE: &str = "SLESS_WARM";
+
+/// Most memory sizes one namespace keeps a warm process for.
+pub const SIZES_PER_NAMESPACE: usize = 2;
 
 /// A warm process and the switch its output goes through.
 pub struct Member {
@@ -18,6 +34,8 @@ pub struct Member {
     pub spawned: Spawned,
     /// Where its output goes; [`Member::route`] points it at a run log.
     pub sink: Arc<Mutex<LineSink>>,
+    /// Set when it printed [`WARM_LINE`]: booted, waiting on stdin.
+    pub booted: Arc<AtomicBool>,
 }
 
 impl Member {
@@ -25,55 +43,139 @@ impl Member {
     pub fn route(&self, sink: LineSink) {
         *self.sink.lock().unwrap_or_else(|p| p.into_inner()) = sink;
     }
+
+    /// True once it has booted and waits for its assignment.
+    pub fn is_booted(&self) -> bool {
+        self.booted.load(Ordering::SeqCst)
+    }
 }
 
-/// A line sink that forwards to whatever `switch` holds (initially `first`).
-pub fn switchable(first: LineSink) -> (Arc<Mutex<LineSink>>, LineSink) {
+/// What [`switchable`] returns: the switch, the flag [`WARM_LINE`] sets, and
+/// the sink to give the process.
+pub struct Switch {
+    /// Holds where lines go now.
+    pub switch: Arc<Mutex<LineSink>>,
+    /// Set when the process printed [`WARM_LINE`].
+    pub booted: Arc<AtomicBool>,
+    /// The process's sink: forwards to whatever `switch` holds.
+    pub sink: LineSink,
+}
+
+/// A line sink that forwards to whatever the switch holds (initially
+/// `first`), swallowing [`WARM_LINE`] and noting it in the `booted` flag.
+pub fn switchable(first: LineSink) -> Switch {
     let switch = Arc::new(Mutex::new(first));
-    let forward = switch.clone();
+    let booted = Arc::new(AtomicBool::new(false));
+    let (forward, flag) = (switch.clone(), booted.clone());
     let sink: LineSink = Arc::new(move |line: &str| {
+        if line.trim_end() == WARM_LINE {
+            flag.store(true, Ordering::SeqCst);
+            return;
+        }
         let target = forward.lock().unwrap_or_else(|p| p.into_inner()).clone();
         target(line);
     });
-    (switch, sink)
+    Switch {
+        switch,
+        booted,
+        sink,
+    }
+}
+
+/// A (namespace, memory_mb) entry: its member, if any, and when a cold start
+/// or a scale-down last asked for it.
+struct Entry {
+    member: Option<Member>,
+    last_wanted: Instant,
 }
 
 /// The warm members, at most one per (namespace, memory_mb).
 #[derive(Default)]
 pub struct WarmPool {
-    map: Mutex<HashMap<(String, u32), Member>>,
+    map: Mutex<HashMap<(String, u32), Entry>>,
 }
 
 impl WarmPool {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, u32), Member>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, u32), Entry>> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Takes the live member for (`ns`, `memory_mb`), if there is one.
+    /// Takes the live member for (`ns`, `memory_mb`), if there is one, and
+    /// notes the demand.
     pub fn take(&self, ns: &str, memory_mb: u32) -> Option<Member> {
-        let m = self.lock().remove(&(ns.to_string(), memory_mb))?;
+        let mut map = self.lock();
+        let e = map.get_mut(&(ns.to_string(), memory_mb))?;
+        e.last_wanted = Instant::now();
+        let m = e.member.take()?;
         (!m.spawned.has_exited()).then_some(m)
     }
 
-    /// True when a live member waits for (`ns`, `memory_mb`).
-    pub fn has(&self, ns: &str, memory_mb: u32) -> bool {
-        self.lock()
-            .get(&(ns.to_string(), memory_mb))
-            .is_some_and(|m| !m.spawned.has_exited())
+    /// Notes a demand for (`ns`, `memory_mb`) and says whether a member must
+    /// be started for it (none there, or the one there has exited).
+    pub fn wants(&self, ns: &str, memory_mb: u32) -> bool {
+        let mut map = self.lock();
+        let e = map.entry((ns.to_string(), memory_mb)).or_insert(Entry {
+            member: None,
+            last_wanted: Instant::now(),
+        });
+        e.last_wanted = Instant::now();
+        e.member.as_ref().is_none_or(|m| m.spawned.has_exited())
     }
 
-    /// Adds a member (replacing a dead one; a live one is kept and `m` dropped).
+    /// Adds a member (replacing a dead one; a live one is kept and `m`
+    /// dropped). When the namespace then has more than
+    /// [`SIZES_PER_NAMESPACE`] sizes warm, the least recently wanted other
+    /// one is dropped (killed).
     pub fn put(&self, ns: &str, memory_mb: u32, m: Member) {
-        let mut map = self.lock();
-        let key = (ns.to_string(), memory_mb);
-        if map.get(&key).is_none_or(|old| old.spawned.has_exited()) {
-            map.insert(key, m);
-        }
+        let dropped = {
+            let mut map = self.lock();
+            let key = (ns.to_string(), memory_mb);
+            let e = map.entry(key.clone()).or_insert(Entry {
+                member: None,
+                last_wanted: Instant::now(),
+            });
+            if e.member.as_ref().is_none_or(|old| old.spawned.has_exited()) {
+                e.member = Some(m);
+            }
+            let mut warm: Vec<(&(String, u32), Instant)> = map
+                .iter()
+                .filter(|(k, e)| k.0 == ns && **k != key && e.member.is_some())
+                .map(|(k, e)| (k, e.last_wanted))
+                .collect();
+            warm.sort_by_key(|(_, t)| *t);
+            let excess = (warm.len() + 1).saturating_sub(SIZES_PER_NAMESPACE);
+            let evict: Vec<(String, u32)> = warm
+                .into_iter()
+                .take(excess)
+                .map(|(k, _)| k.clone())
+                .collect();
+            evict
+                .into_iter()
+                .filter_map(|k| map.remove(&k).and_then(|e| e.member))
+                .collect::<Vec<Member>>()
+        };
+        drop(dropped);
+    }
+
+    /// Stops members nobody wanted since `cutoff`; the number stopped.
+    pub fn expire(&self, cutoff: Instant) -> usize {
+        let gone: Vec<Member> = {
+            let mut map = self.lock();
+            let old: Vec<(String, u32)> = map
+                .iter()
+                .filter(|(_, e)| e.last_wanted < cutoff)
+                .map(|(k, _)| k.clone())
+                .collect();
+            old.into_iter()
+                .filter_map(|k| map.remove(&k).and_then(|e| e.member))
+                .collect()
+        };
+        gone.len()
     }
 
     /// Kills every member (at shutdown).
     pub fn clear(&self) -> usize {
-        let all: Vec<Member> = self.lock().drain().map(|(_, m)| m).collect();
+        let all: Vec<Member> = self.lock().drain().filter_map(|(_, e)| e.member).collect();
         all.len()
     }
 }

@@ -22,23 +22,28 @@ use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
 use tokio::sync::oneshot;
 
 /// How long a fork may take to be acknowledged.
 const FORK_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The zygotes of the backend, one per namespace, started on demand.
+/// The zygotes of the backend, one per namespace, started on demand and
+/// stopped when idle (see [`Zygotes::stop_idle`]).
 #[derive(Default)]
 pub struct Zygotes {
     /// One slot per namespace, locked while its zygote starts (so one
     /// namespace's start never holds up another's cold starts).
-    map: Mutex<HashMap<String, ZygoteSlot>>,
+    map: Mutex<HashMap<String, Arc<ZygoteSlot>>>,
 }
 
-/// A namespace's zygote, if started; locked while it starts.
-type ZygoteSlot = Arc<tokio::sync::Mutex<Option<Arc<Zygote>>>>;
+/// A namespace's zygote, if started (locked while it starts or stops), and
+/// when a cold start or a scale-down last asked for it.
+struct ZygoteSlot {
+    zygote: tokio::sync::Mutex<Option<Arc<Zygote>>>,
+    last_wanted: Mutex<Instant>,
+}
 
 impl Zygotes {
     /// The running zygote of `ns`, or a new one from `start` (also when the
@@ -47,35 +52,55 @@ impl Zygotes {
     where
         F: std::future::Future<Output = Result<Zygote, String>>,
     {
-        let slot = self
-            .map
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        let slot = lock(&self.map)
             .entry(ns.to_string())
-            .or_default()
+            .or_insert_with(|| {
+                Arc::new(ZygoteSlot {
+                    zygote: Default::default(),
+                    last_wanted: Mutex::new(Instant::now()),
+                })
+            })
             .clone();
-        let mut slot = slot.lock().await;
-        if let Some(z) = slot.as_ref()
+        *lock(&slot.last_wanted) = Instant::now();
+        let mut zygote = slot.zygote.lock().await;
+        if let Some(z) = zygote.as_ref()
             && !z.proc.has_exited()
         {
             return Ok(z.clone());
         }
         let z = Arc::new(start.await?);
-        *slot = Some(z.clone());
+        *zygote = Some(z.clone());
         Ok(z)
+    }
+
+    /// Stops the zygotes nobody asked for since `cutoff` that have no child
+    /// running (a zygote's children die with it); the number stopped. A
+    /// later cold start in such a namespace starts its zygote again.
+    pub async fn stop_idle(&self, cutoff: Instant, grace: Duration) -> usize {
+        let slots: Vec<Arc<ZygoteSlot>> = lock(&self.map).values().cloned().collect();
+        let mut stopped = 0;
+        for slot in slots {
+            // Locked: it is starting (or being asked for); not idle.
+            let Ok(mut zygote) = slot.zygote.try_lock() else {
+                continue;
+            };
+            let idle = *lock(&slot.last_wanted) < cutoff;
+            if idle
+                && zygote.as_ref().is_some_and(|z| z.children() == 0)
+                && let Some(z) = zygote.take()
+            {
+                z.proc.stop(grace).await;
+                stopped += 1;
+            }
+        }
+        stopped
     }
 
     /// Stops every zygote (at shutdown; their children die with them).
     pub async fn stop_all(&self, grace: Duration) {
-        let slots: Vec<_> = self
-            .map
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-            .map(|(_, s)| s)
-            .collect();
+        let slots: Vec<_> = lock(&self.map).drain().map(|(_, s)| s).collect();
         for slot in slots {
-            if let Some(z) = slot.lock().await.take() {
+            if let Some(z) = slot.zygote.lock().await.take() {
                 z.proc.stop(grace).await;
             }
         }
@@ -141,6 +166,12 @@ impl Zygote {
             next_id: AtomicU64::new(1),
             socket_dir,
         })
+    }
+
+    /// Children forked or being forked that have not exited.
+    fn children(&self) -> usize {
+        let w = lock(&self.waiting);
+        w.forks.len() + w.exits.len()
     }
 
     /// Forks the process of `launch` (a function's launch, as a fresh start
@@ -360,7 +391,7 @@ async fn read_replies(ctl: Arc<AsyncFd<OwnedFd>>, waiting: Arc<Mutex<Waiting>>) 
     w.exits.clear();
 }
 
-fn lock(m: &Mutex<Waiting>) -> std::sync::MutexGuard<'_, Waiting> {
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
