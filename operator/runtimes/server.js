@@ -333,6 +333,9 @@ async function runOnce(inputFile, outputFile) {
 // (docs/runtime-protocol.md, "Warm Node processes").
 async function warm() {
   const { Module } = require('node:module');
+  // What serving loads lazily on first use (net's listen asks the cluster
+  // module), loaded now rather than during the cold start.
+  require('node:cluster');
   const chunks = [];
   const input = process.stdin;
   // Booted: the operator may now count on this process (the line is never logged).

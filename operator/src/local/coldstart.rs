@@ -253,6 +253,7 @@ impl Inner {
             }
             let t0 = std::time::Instant::now();
             let started = self.start_cold(&key.0, launch, sink).await;
+            let took = t0.elapsed();
             let mut slots = self.lock_slots();
             let slot = slots.get_mut(key).filter(|s| s.generation == generation)?;
             slot.wanted = false;
@@ -261,17 +262,26 @@ impl Inner {
                     slot.active = Some(p.clone());
                     slot.at_zero = false;
                     scale.touch();
+                    // The pid file before anyone is answered by the process.
                     self.write_pid_file::<Function>(key, &p);
+                    drop(slots);
+                    // The held requests go first; the status write (a
+                    // durable commit) follows, still only by the current
+                    // generation.
+                    scale.announce();
+                    let slots = self.lock_slots();
+                    if slots.get(key).is_none_or(|s| s.generation != generation) {
+                        return None;
+                    }
                     self.write_status(key, |s| {
                         s.instances = 1;
                         s.message = None;
                     });
                     drop(slots);
-                    scale.announce();
                     sink(&format!(
                         "sless: cold start: pid {} ready in {} ms",
                         p.pid,
-                        t0.elapsed().as_millis()
+                        took.as_millis()
                     ));
                     return Some(p);
                 }

@@ -458,6 +458,9 @@ fn hand_over_control_fd(cmd: &mut Command, fd: Option<std::os::fd::RawFd>) {
 fn socket_client(sock: &std::path::Path) -> Result<reqwest::Client, String> {
     reqwest::Client::builder()
         .unix_socket(sock)
+        // Plain HTTP over a unix socket: loading TLS roots cost ~5-25 ms
+        // per process start (a cold start waits for it).
+        .tls_built_in_root_certs(false)
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .pool_idle_timeout(Duration::from_secs(30))
