@@ -183,6 +183,7 @@ pub fn run(opts: &BenchOptions) -> Result<Report> {
         && let Err(e) = zero::run(
             &mut report,
             &operator_bin,
+            &provider_bin,
             &opts.workspace,
             &out,
             zero_sizes,

@@ -16,14 +16,15 @@ use super::stats;
 const SECTION: &str = "2 plan/apply";
 const SOURCE: &str = "sless.example/sless/sless";
 
-/// An isolated Terraform working directory.
-struct Tf {
-    dir: PathBuf,
+/// An isolated Terraform working directory (also used by section 6).
+pub(super) struct Tf {
+    /// Where `main.tf` goes and terraform runs.
+    pub dir: PathBuf,
     env: Vec<(String, String)>,
 }
 
 impl Tf {
-    fn new(root: &Path, provider_bin: &Path, endpoint: &str, token: &str) -> Result<Tf> {
+    pub fn new(root: &Path, provider_bin: &Path, endpoint: &str, token: &str) -> Result<Tf> {
         fixtures::fresh_dir(root)?;
         let plugins = root.join("plugins");
         let home = root.join("home");
@@ -67,7 +68,7 @@ impl Tf {
         Ok((out, t.elapsed().as_secs_f64() * 1000.0))
     }
 
-    fn ok(&self, args: &[&str]) -> Result<f64> {
+    pub fn ok(&self, args: &[&str]) -> Result<f64> {
         let (out, ms) = self.run(args)?;
         if !out.status.success() {
             return Err(BenchError::RunFailed(format!(
@@ -82,7 +83,7 @@ impl Tf {
 
     /// `terraform plan -detailed-exitcode`, median wall ms of `runs`; a plan with
     /// changes is a failure.
-    fn plan_no_changes(&self, runs: usize) -> Result<f64> {
+    pub fn plan_no_changes(&self, runs: usize) -> Result<f64> {
         let mut samples = Vec::new();
         for _ in 0..runs {
             let (out, ms) = self.run(&[
@@ -107,7 +108,8 @@ impl Tf {
     }
 }
 
-fn header() -> String {
+/// The `terraform` and `provider` blocks of a bench configuration.
+pub(super) fn header() -> String {
     format!(
         "terraform {{\n  required_providers {{\n    sless = {{\n      source = \"{SOURCE}\"\n    }}\n  }}\n}}\n\nprovider \"sless\" {{\n  wait_timeout_sec = 600\n}}\n"
     )
