@@ -245,11 +245,9 @@ async function invoke(handler, event, context) {
   return handler(event, context);
 }
 
-async function serve() {
-  const handler = await loadHandler();
-  const host = process.env.SLESS_HOST || '127.0.0.1';
-  const port = parseInt(process.env.SLESS_PORT || '0', 10) || 0;
-  const server = http.createServer((req, res) => {
+// The request path: reads the body, builds the event, calls `handler`, answers.
+function requestListener(handler) {
+  return (req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('error', () => res.destroy());
@@ -267,7 +265,14 @@ async function serve() {
       }
       send(req, res, out);
     });
-  });
+  };
+}
+
+async function serve() {
+  const handler = await loadHandler();
+  const host = process.env.SLESS_HOST || '127.0.0.1';
+  const port = parseInt(process.env.SLESS_PORT || '0', 10) || 0;
+  const server = http.createServer(requestListener(handler));
   // The operator's proxy enforces the function timeout and owns connection
   // reuse: no server-side request timeout (Node's default is 300 s, less than
   // the longest timeout_sec) and no idle timeout that could race the proxy's
@@ -331,11 +336,44 @@ async function runOnce(inputFile, outputFile) {
 // KEY=VALUE, then end of input), takes it and that function's working
 // directory as a fresh start would have had them, and serves
 // (docs/runtime-protocol.md, "Warm Node processes").
+// Warm mode, before waiting: one request through the serving path (a
+// throwaway server on a private socket, a stand-in handler), so that a cold
+// start's first request finds that code loaded and compiled. Best effort.
+async function rehearse() {
+  const sock = path.join(require('node:os').tmpdir(), `sless-warm-${process.pid}.sock`);
+  const server = http.createServer(requestListener(async () => ({ statusCode: 200, body: 'ok' })));
+  try {
+    await new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(sock, resolve);
+    });
+    await new Promise((resolve) => {
+      const opts = { socketPath: sock, method: 'POST', path: '/', agent: false, headers: { 'content-type': 'application/json' } };
+      const r = http.request(opts, (res) => {
+        res.resume();
+        res.on('end', resolve);
+      });
+      r.on('error', resolve);
+      r.end('{"warm":true}');
+    });
+  } catch (_) {
+    // not rehearsed: the first request compiles it instead
+  } finally {
+    server.close();
+    try {
+      fs.unlinkSync(sock);
+    } catch (_) {
+      // already gone
+    }
+  }
+}
+
 async function warm() {
   const { Module } = require('node:module');
   // What serving loads lazily on first use (net's listen asks the cluster
   // module), loaded now rather than during the cold start.
   require('node:cluster');
+  await rehearse();
   const chunks = [];
   const input = process.stdin;
   // Booted: the operator may now count on this process (the line is never logged).

@@ -263,21 +263,15 @@ impl Inner {
                     slot.at_zero = false;
                     scale.touch();
                     // The pid file before anyone is answered by the process.
+                    // `instances` is read from the slot (see
+                    // `Inner::with_live_instances`): no database write on
+                    // the way, except to clear a failed start's message.
                     self.write_pid_file::<Function>(key, &p);
-                    drop(slots);
-                    // The held requests go first; the status write (a
-                    // durable commit) follows, still only by the current
-                    // generation.
-                    scale.announce();
-                    let slots = self.lock_slots();
-                    if slots.get(key).is_none_or(|s| s.generation != generation) {
-                        return None;
+                    if failed {
+                        self.write_status(key, |s| s.message = None);
                     }
-                    self.write_status(key, |s| {
-                        s.instances = 1;
-                        s.message = None;
-                    });
                     drop(slots);
+                    scale.announce();
                     sink(&format!(
                         "sless: cold start: pid {} ready in {} ms",
                         p.pid,

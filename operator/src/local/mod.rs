@@ -364,6 +364,19 @@ impl Inner {
         });
     }
 
+    /// Sets `status.instances` from the functions' slots: 1 while a process
+    /// serves, else 0. Scaling up and down is not written to the database
+    /// (a commit per cold start, under the slots' lock, would sit on the
+    /// request's path); functions without a slot keep the stored value.
+    fn with_live_instances(&self, functions: &mut [Function]) {
+        let slots = self.lock_slots();
+        for f in functions {
+            if let Some(slot) = slots.get(&key(&f.namespace, &f.name)) {
+                f.status.instances = u32::from(slot.active.is_some());
+            }
+        }
+    }
+
     fn write_status(&self, key: &Key, f: impl FnOnce(&mut FunctionStatus)) -> bool {
         match self.db.get_function(&key.0, &key.1) {
             Ok(Some(mut func)) => {
@@ -727,10 +740,6 @@ impl Served for Function {
         s.instances = 0;
     }
 
-    fn scaled_down(s: &mut FunctionStatus) {
-        s.instances = 0;
-    }
-
     fn exited(s: &mut FunctionStatus, how: &str, delay: Duration) -> u32 {
         s.instances = 0;
         s.restarts += 1;
@@ -804,11 +813,15 @@ impl Backend for LocalBackend {
     }
 
     async fn get_function(&self, namespace: &str, name: &str) -> Result<Function> {
-        self.inner.get(namespace, name)
+        let mut f = self.inner.get(namespace, name)?;
+        self.inner.with_live_instances(std::slice::from_mut(&mut f));
+        Ok(f)
     }
 
     async fn list_functions(&self, namespace: &str) -> Result<Vec<Function>> {
-        self.inner.db.list_functions(namespace)
+        let mut all = self.inner.db.list_functions(namespace)?;
+        self.inner.with_live_instances(&mut all);
+        Ok(all)
     }
 
     async fn update_function(

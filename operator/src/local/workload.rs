@@ -116,8 +116,6 @@ pub(super) trait Served {
     fn restarted(s: &mut Self::Status, how: &str, restarts: u32);
     /// After a failed restart attempt (the next in `delay`).
     fn retrying(s: &mut Self::Status, msg: &str, delay: Duration, restarts: u32);
-    /// Once its process was stopped for being idle (functions only).
-    fn scaled_down(_s: &mut Self::Status) {}
 }
 
 /// The on-disk identity of a job or service: `<prefix>.<name>`.
@@ -362,7 +360,7 @@ impl Inner {
 
     /// Under the slots' lock: when `proc` still serves the current
     /// generation and nothing used it since the idle check, takes it out of
-    /// the slot, marks the slot at zero and the status 0 instances.
+    /// the slot and marks the slot at zero (what `status.instances` reports).
     /// `None` when a request came in between (keep serving).
     fn take_if_idle<S: Served>(&self, k: &Key, generation: u64, proc: &Arc<Proc>) -> Option<Ended> {
         let mut slots = S::slots(self).lock();
@@ -381,7 +379,6 @@ impl Inner {
         slot.stopping = Some(taken.clone());
         slot.at_zero = true;
         slot.wanted = false;
-        S::write_status(self, k, S::scaled_down);
         drop(slots);
         self.remove_pid_file::<S>(k);
         Some(Ended::Idle(taken))
