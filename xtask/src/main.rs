@@ -42,8 +42,8 @@ struct BenchArgs {
     /// Use the release binaries already in the target dir.
     #[arg(long)]
     no_build: bool,
-    /// Run only this section (1-6; 1 and 4 run together).
-    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=6))]
+    /// Run only this section (1-7; 1 and 4 run together).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=7))]
     only: Option<u8>,
 }
 

@@ -25,8 +25,8 @@ fn load(report: &mut Report, what: &str, url: &str, script: &Path, l: Load) -> R
     Ok(r)
 }
 
-/// Waits until a public path answers 2xx (the trigger is live).
-fn wait_public(addr: &str, path: &str) -> Result<()> {
+/// Waits until a public path answers 2xx (the trigger is live; also section 7).
+pub(super) fn wait_public(addr: &str, path: &str) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let r = http::request(

@@ -12,6 +12,7 @@ pub mod http;
 pub mod invoke;
 pub mod memory;
 pub mod operator;
+pub mod profile;
 pub mod report;
 pub mod scale;
 pub mod stats;
@@ -190,6 +191,12 @@ pub fn run(opts: &BenchOptions) -> Result<Report> {
         )
     {
         report.fail(format!("6 scale to zero: {e}"));
+    }
+
+    if want(7)
+        && let Err(e) = profile::run(&mut report, &operator_bin, &out, opts.quick)
+    {
+        report.fail(format!("7 proxy instructions: {e}"));
     }
 
     report.machine.loadavg_end = report::loadavg();

@@ -33,6 +33,18 @@ impl Operator {
 
     /// Starts `bin serve` with extra arguments and a fresh `data_dir`.
     pub fn start_with(bin: &Path, data_dir: &Path, extra: &[&str]) -> Result<Operator> {
+        Self::start_wrapped(&[], bin, data_dir, extra)
+    }
+
+    /// Like [`Operator::start_with`], run under `wrapper` (e.g. `valgrind
+    /// --tool=callgrind`; then [`Operator::pid`] is the wrapper's pid, which
+    /// valgrind keeps as the operator's own).
+    pub fn start_wrapped(
+        wrapper: &[String],
+        bin: &Path,
+        data_dir: &Path,
+        extra: &[&str],
+    ) -> Result<Operator> {
         if data_dir.exists() {
             std::fs::remove_dir_all(data_dir).map_err(io("remove", data_dir))?;
         }
@@ -40,7 +52,15 @@ impl Operator {
         let log_path = data_dir.join("operator.log");
         let log = std::fs::File::create(&log_path).map_err(io("create", &log_path))?;
         let log2 = log.try_clone().map_err(io("open", &log_path))?;
-        let child = Command::new(bin)
+        let mut cmd = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(bin);
+                c
+            }
+            None => Command::new(bin),
+        };
+        let child = cmd
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
             .args(extra)
@@ -50,7 +70,10 @@ impl Operator {
             .stderr(log2)
             .spawn()
             .map_err(|source| crate::Error::Spawn {
-                program: bin.display().to_string(),
+                program: wrapper
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| bin.display().to_string()),
                 source,
             })?;
         let mut op = Operator {
@@ -60,7 +83,9 @@ impl Operator {
             addr: String::new(),
         };
         let addr_file = data_dir.join("operator.addr");
-        let deadline = Instant::now() + Duration::from_secs(30);
+        // Under valgrind the start takes many times longer.
+        let wait_secs = if wrapper.is_empty() { 30 } else { 180 };
+        let deadline = Instant::now() + Duration::from_secs(wait_secs);
         loop {
             if let Ok(a) = std::fs::read_to_string(&addr_file) {
                 let a = a.trim();
@@ -78,7 +103,7 @@ impl Operator {
             if Instant::now() > deadline {
                 return Err(BenchError::Timeout {
                     what: format!("{}", addr_file.display()),
-                    secs: 30,
+                    secs: wait_secs,
                 });
             }
             std::thread::sleep(Duration::from_millis(20));
