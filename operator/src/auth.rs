@@ -270,6 +270,9 @@ struct Jwks {
     http: reqwest::Client,
     keys: RwLock<Option<JwkSet>>,
     last_load: Mutex<Option<Instant>>,
+    /// Bumped on every load: verifications made under an earlier key set
+    /// are not reused (see [`crate::token_cache`]).
+    epoch: std::sync::atomic::AtomicU64,
 }
 
 impl Jwks {
@@ -318,6 +321,7 @@ impl Jwks {
         let set = self.fetch().await?;
         tracing::info!(source = %self.source.name(), keys = set.keys.len(), "loaded JWKS");
         *self.keys.write().await = Some(set);
+        self.epoch.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(true)
     }
 
@@ -389,6 +393,8 @@ pub struct Verifier {
     jwks: Option<Jwks>,
     issuer: Option<String>,
     audience: Option<String>,
+    /// Tokens that verified recently.
+    cache: crate::token_cache::TokenCache,
 }
 
 impl std::fmt::Debug for Verifier {
@@ -442,6 +448,7 @@ impl Verifier {
                     http,
                     keys: RwLock::new(None),
                     last_load: Mutex::new(None),
+                    epoch: Default::default(),
                 };
                 match jwks.reload(true).await {
                     Ok(_) => {}
@@ -458,6 +465,7 @@ impl Verifier {
             jwks,
             issuer,
             audience,
+            cache: Default::default(),
         })
     }
 
@@ -482,8 +490,30 @@ impl Verifier {
         self.verify(token).await
     }
 
-    /// Verifies a compact JWT and returns the caller.
+    /// Verifies a compact JWT and returns the caller (from the cache of
+    /// recently verified tokens when it is there and still valid).
     pub async fn verify(&self, token: &str) -> Result<Principal, AuthError> {
+        let epoch = self.key_epoch();
+        let now = now_secs();
+        if let Some(p) = self.cache.get(token, now, epoch) {
+            return Ok(p);
+        }
+        let (principal, exp) = self.verify_fully(token).await?;
+        if let Some(exp) = exp {
+            self.cache.put(token, &principal, exp, now, epoch);
+        }
+        Ok(principal)
+    }
+
+    /// The JWKS key set's load count (0 without a JWKS).
+    fn key_epoch(&self) -> u64 {
+        self.jwks
+            .as_ref()
+            .map_or(0, |j| j.epoch.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
+    /// Verifies a compact JWT: the caller, and its `exp` when it has one.
+    async fn verify_fully(&self, token: &str) -> Result<(Principal, Option<u64>), AuthError> {
         let alg = peek_alg(token)?;
         let header = jsonwebtoken::decode_header(token)
             .map_err(|e| AuthError::Malformed(format!("bad header: {e}")))?;
@@ -528,10 +558,14 @@ impl Verifier {
             Some(serde_json::Value::String(s)) if !s.trim().is_empty() => s.clone(),
             _ => return Err(AuthError::MissingSub),
         };
-        Ok(Principal {
-            namespace: sless_wire::namespace_for_sub(&sub),
-            sub,
-        })
+        let exp = data.claims.get("exp").and_then(serde_json::Value::as_u64);
+        Ok((
+            Principal {
+                namespace: sless_wire::namespace_for_sub(&sub),
+                sub,
+            },
+            exp,
+        ))
     }
 }
 
@@ -622,6 +656,29 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(p.sub, "alice");
+    }
+
+    #[tokio::test]
+    async fn a_remembered_token_lets_no_altered_copy_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let (key, v) = local_verifier(dir.path()).await;
+        let token = key.mint("alice", Duration::from_secs(60)).unwrap();
+        assert_eq!(v.verify(&token).await.unwrap().sub, "alice");
+        assert_eq!(v.cache.len(), 1, "a verified token is remembered");
+        assert_eq!(v.verify(&token).await.unwrap().sub, "alice");
+        // Same header and claims, another signature; and one byte off.
+        let (body, _) = token.rsplit_once('.').unwrap();
+        let forged = format!("{body}.{}", b64(&serde_json::json!("not-the-signature")));
+        assert!(
+            v.verify(&forged).await.is_err(),
+            "forged signature accepted"
+        );
+        let mut off = token.clone().into_bytes();
+        let last = off.len() - 1;
+        off[last] = if off[last] == b'A' { b'B' } else { b'A' };
+        let off = String::from_utf8(off).unwrap();
+        assert!(v.verify(&off).await.is_err(), "altered token accepted");
+        assert_eq!(v.cache.len(), 1, "failures are not remembered");
     }
 
     #[tokio::test]

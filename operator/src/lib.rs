@@ -23,6 +23,7 @@ pub mod invocations;
 pub mod kube;
 pub mod local;
 pub mod runtimes;
+pub mod token_cache;
 
 use sless_wire::FieldError;
 
