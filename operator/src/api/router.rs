@@ -134,9 +134,18 @@ async fn method_not_allowed() -> ApiFailure {
     )
 }
 
+/// True for the paths whose calls go to a function or service (invoke
+/// endpoints, `/t/…`, `/s/…`): the hot path, recorded in the invocation log,
+/// logged per request only at DEBUG.
+fn is_proxied(path: &str) -> bool {
+    path.starts_with("/t/")
+        || path.starts_with("/s/")
+        || (path.starts_with(sless_wire::paths::API_PREFIX) && path.contains("/invoke"))
+}
+
 /// Logs every request: method, path (never headers or query: `/funcs?token=`
-/// carries a token there), status, time; and counts it by status class for
-/// `/metrics`.
+/// carries a token there), status, time (at INFO, except probes and
+/// proxied calls, at DEBUG); and counts it by status class for `/metrics`.
 async fn log_requests(req: Request, next: Next) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
@@ -145,7 +154,8 @@ async fn log_requests(req: Request, next: Next) -> Response {
     let status = resp.status().as_u16();
     let elapsed_ms = started.elapsed().as_millis() as u64;
     metrics::HTTP.record(status);
-    if path == sless_wire::paths::HEALTHZ || path == sless_wire::paths::METRICS {
+    if path == sless_wire::paths::HEALTHZ || path == sless_wire::paths::METRICS || is_proxied(&path)
+    {
         tracing::debug!(%method, %path, status, elapsed_ms, "request");
     } else {
         tracing::info!(%method, %path, status, elapsed_ms, "request");
