@@ -399,3 +399,95 @@ async fn calls_are_logged_and_the_funcs_page_shows_them() {
     );
     assert!(op.data_dir.join("invocations.db").is_file());
 }
+
+/// Says which request it answers (the caller's X-Request-Id) and echoes the body.
+const KEEPALIVE: &str =
+    "def handler(event, context):\n    return {'id': context.requestId, 'n': event['body']['n']}\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_thousand_keep_alive_requests_are_all_answered_and_logged() {
+    use futures_util::StreamExt;
+    const N: usize = 2000;
+    let op = Operator::start();
+    let c = op.client("keepalive-user");
+    c.ensure().await;
+    function(&c, "ka", KEEPALIVE, Phase::Ready).await;
+    // One pooled client, at most 8 requests in flight: keep-alive connections.
+    let path = paths::function_invoke(&c.namespace, "ka");
+    let answers: Vec<(usize, u16, String)> = futures_util::stream::iter(0..N)
+        .map(|n| {
+            let r = c
+                .req(Method::POST, &path)
+                .header("x-request-id", format!("ka-{n}"))
+                .json(&json!({"n": n}));
+            async move {
+                let resp = r.send().await.expect("a keep-alive request failed");
+                let status = resp.status().as_u16();
+                (n, status, resp.text().await.unwrap_or_default())
+            }
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    assert_eq!(answers.len(), N);
+    for (n, status, body) in &answers {
+        assert_eq!(*status, 200, "request {n}: {body}");
+        let v: Value = serde_json::from_str(body).unwrap_or_else(|_| panic!("not JSON: {body}"));
+        assert_eq!(v, json!({"id": format!("ka-{n}"), "n": n}), "request {n}");
+    }
+    // Every call is in the log, or counted as dropped.
+    let metrics = || async {
+        let text = c
+            .http
+            .get(c.url(paths::METRICS))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .unwrap_or_default();
+        let read = |name: &str| -> u64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("{name} ")))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
+        };
+        (
+            read("sless_invocations_recorded_total"),
+            read("sless_invocations_dropped_total"),
+        )
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (recorded, dropped) = metrics().await;
+        if recorded + dropped >= N as u64 {
+            assert_eq!(recorded + dropped, N as u64, "one record per call");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{recorded} recorded, {dropped} dropped of {N}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (_, dropped) = metrics().await;
+    // The newest 1,000 records: this function's calls, 200, distinct ids.
+    let want = (1000usize).min(N - dropped as usize);
+    let items = wait_items(
+        &c,
+        "?function=ka&limit=1000",
+        "the keep-alive calls",
+        |items| items.len() >= want,
+    )
+    .await;
+    let ids: std::collections::BTreeSet<&str> = items
+        .iter()
+        .map(|i| {
+            assert_eq!(i["status"], 200, "{i}");
+            assert_eq!(i["function"], "ka", "{i}");
+            i["request_id"].as_str().unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(ids.len(), items.len(), "a call recorded twice");
+    assert!(ids.iter().all(|id| id.starts_with("ka-")), "{ids:?}");
+}

@@ -112,6 +112,11 @@ pub const ISOLATION_NONE_WARNING: &str = "isolation none: user code runs unsandb
 /// have their own).
 const ZYGOTE_MEMORY_MB: u32 = 256;
 
+/// A function's `timeout_sec` as the proxy's timeout.
+fn timeout_of(spec: &FunctionSpec) -> Duration {
+    Duration::from_secs(u64::from(spec.timeout_sec))
+}
+
 /// V8's heap limit for a function of `memory_mb`: three quarters of it (the
 /// cgroup, or the RSS watchdog, enforces the whole).
 fn node_heap_mb(memory_mb: u32) -> u32 {
@@ -364,6 +369,15 @@ impl Inner {
         });
     }
 
+    /// The target of a function whose process serves now, from its slot
+    /// (what [`Inner::function_target`] would answer first, without reading
+    /// the function).
+    fn serving_now(&self, ns: &str, name: &str) -> Option<InvokeTarget> {
+        let slots = self.lock_slots();
+        let slot = slots.get(&key(ns, name))?;
+        slot.target(slot.timeout?, true)
+    }
+
     /// Sets `status.instances` from the functions' slots: 1 while a process
     /// serves, else 0. Scaling up and down is not written to the database
     /// (a commit per cold start, under the slots' lock, would sit on the
@@ -611,8 +625,11 @@ impl Inner {
             Ok(l) => l,
             Err(msg) => return self.fail::<Function>(&key, generation, msg).await,
         };
-        let scale = match self.lock_slots().get(&key) {
-            Some(slot) if slot.generation == generation => slot.scale.clone(),
+        let scale = match self.lock_slots().get_mut(&key) {
+            Some(slot) if slot.generation == generation => {
+                slot.timeout = Some(timeout_of(&f.spec));
+                slot.scale.clone()
+            }
             _ => return,
         };
         scale.configure(f.spec.min_instances, f.spec.idle_timeout_sec);
@@ -840,6 +857,7 @@ impl Backend for LocalBackend {
         let new_runtime = (next.runtime != f.spec.runtime).then_some(next.runtime);
         let restart = !next.same_process_as(&f.spec);
         if let Some(slot) = slots.get_mut(&key(namespace, name)) {
+            slot.timeout = Some(timeout_of(&next));
             slot.scale
                 .configure(next.min_instances, next.idle_timeout_sec);
             if !restart && next.min_instances > 0 && slot.at_zero {
@@ -932,6 +950,12 @@ impl Backend for LocalBackend {
     }
 
     async fn invoke_target(&self, namespace: &str, name: &str) -> Result<InvokeTarget> {
+        // A serving function's target comes from its slot alone (no database
+        // read on the hot path); anything else (at zero, starting, failed,
+        // missing) takes the full path.
+        if let Some(t) = self.inner.serving_now(namespace, name) {
+            return Ok(t);
+        }
         let f = self.inner.get(namespace, name)?;
         self.inner.function_target(&f).await
     }

@@ -63,6 +63,9 @@ pub struct Slot {
     pub cold_error: Option<String>,
     /// A process being stopped for being idle (a delete waits for it too).
     pub stopping: Option<Arc<Proc>>,
+    /// A function's `timeout_sec`, once its worker or an update set it
+    /// (the invoke path's fast lookup needs it).
+    pub timeout: Option<Duration>,
 }
 
 impl Slot {
