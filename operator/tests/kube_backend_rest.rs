@@ -443,10 +443,19 @@ async fn function_being_deleted_reads_as_deleting_and_is_not_invoked() {
     out.assert_complete();
 }
 
+/// A Ready function that always runs (`minInstances: 1`).
+fn always_on(name: &str) -> Value {
+    let mut f = function_json(name, Some("Ready"));
+    f["spec"]["minInstances"] = json!(1);
+    f["status"]["instances"] = json!(1);
+    f
+}
+
 #[tokio::test]
 async fn invoke_target_is_the_in_cluster_service_once_ready() {
+    // Always on: no activity is recorded, no lease.
     let (client, task) = start(vec![
-        Step::new(Method::GET, fn_uri("/hello")).answer(200, function_json("hello", Some("Ready"))),
+        Step::new(Method::GET, fn_uri("/hello")).answer(200, always_on("hello")),
         Step::new(Method::GET, fn_uri("/hello"))
             .answer(200, function_json("hello", Some("Building"))),
     ]);
@@ -461,6 +470,7 @@ async fn invoke_target_is_the_in_cluster_service_once_ready() {
         format!("http://fn-hello.sless-fn-{}.svc.cluster.local", ns())
     );
     assert_eq!(t.timeout, Duration::from_secs(30));
+    assert!(t.lease.is_none());
     let err = b.invoke_target(&ns(), "hello").await.unwrap_err();
     assert!(matches!(err, sless_operator::Error::NotReady(_)), "{err}");
     drop(b);
@@ -798,4 +808,181 @@ async fn cron_runs_and_restarts_from_the_resource_status_reach_the_api() {
     })
     .await;
     out.assert_complete();
+}
+
+// Scale to zero: the proxy side.
+
+/// A Ready function that scales to zero with `instances` serving and
+/// `timeoutSec` `timeout`.
+fn scaling(instances: u32, timeout: u32) -> Value {
+    let mut f = function_json("hello", Some("Ready"));
+    f["spec"]["minInstances"] = json!(0);
+    f["spec"]["timeoutSec"] = json!(timeout);
+    f["status"]["instances"] = json!(instances);
+    f
+}
+
+fn deployment_uri() -> String {
+    format!(
+        "/apis/apps/v1/namespaces/sless-fn-{}/deployments/fn-hello",
+        ns()
+    )
+}
+
+/// The Deployment `fn-hello` wanting `replicas` with `available` available.
+fn deployment(replicas: i32, available: i32) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+           "metadata": {"name": "fn-hello", "namespace": format!("sless-fn-{}", ns())},
+           "spec": {"replicas": replicas, "selector": {}, "template": {}},
+           "status": {"replicas": available, "availableReplicas": available}})
+}
+
+/// The activity patch: a merge patch of `sless.kube5s.ru/last-request`
+/// only, with a time within 5 s of now.
+fn activity_patch() -> Step {
+    Step::new(Method::PATCH, fn_uri("/hello?"))
+        .check(|b| {
+            let ann = b["metadata"]["annotations"].as_object().unwrap();
+            assert_eq!(ann.len(), 1, "{b}");
+            let t: k8s_openapi::jiff::Timestamp = ann["sless.kube5s.ru/last-request"]
+                .as_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let age = k8s_openapi::jiff::Timestamp::now().duration_since(t);
+            assert!(age.as_secs().abs() <= 5, "recorded {age:?} ago");
+            assert!(b.get("spec").is_none() && b.get("status").is_none());
+        })
+        .answer(200, scaling(1, 30))
+}
+
+fn backend(client: kube::Client) -> KubeBackend {
+    KubeBackend::new(
+        client,
+        KubeOptions::example(),
+        CodeStore::new(Arc::new(InMemory::new())),
+    )
+}
+
+#[tokio::test]
+async fn a_request_to_a_function_that_scales_to_zero_records_activity_and_holds_a_lease() {
+    let (client, task) = start(vec![
+        Step::new(Method::GET, fn_uri("/hello")).answer(200, scaling(1, 30)),
+        activity_patch(),
+        // Within the throttle: the second request patches nothing.
+        Step::new(Method::GET, fn_uri("/hello")).answer(200, scaling(1, 30)),
+    ]);
+    let b = backend(client);
+    let t = b.invoke_target(&ns(), "hello").await.unwrap();
+    assert_eq!(
+        t.base_url,
+        format!("http://fn-hello.sless-fn-{}.svc.cluster.local", ns())
+    );
+    assert!(t.lease.is_some());
+    assert_eq!(b.activity().in_flight(&ns(), "hello"), 1);
+    let t2 = b.invoke_target(&ns(), "hello").await.unwrap();
+    assert_eq!(b.activity().in_flight(&ns(), "hello"), 2);
+    drop((t, t2));
+    assert_eq!(b.activity().in_flight(&ns(), "hello"), 0);
+    drop(b);
+    finish(task).await.assert_complete();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_long_request_refreshes_its_activity_and_its_end_is_recorded() {
+    let (client, task) = start(vec![
+        Step::new(Method::GET, fn_uri("/hello")).answer(200, scaling(1, 30)),
+        activity_patch(),
+        // 5 s later, still in flight: refreshed.
+        activity_patch(),
+        // The answer ended at 7 s: recorded at the end of the interval.
+        activity_patch(),
+    ]);
+    let b = backend(client);
+    let t = b.invoke_target(&ns(), "hello").await.unwrap();
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    drop(t);
+    // Nothing more once idle: the recorder forgets the function.
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    drop(b);
+    finish(task).await.assert_complete();
+}
+
+#[tokio::test]
+async fn a_function_at_zero_is_woken_and_the_request_waits_for_its_replica() {
+    let (client, task) = start(vec![
+        Step::new(Method::GET, fn_uri("/hello")).answer(200, scaling(0, 30)),
+        // The activity that makes the controller scale it up, first.
+        activity_patch(),
+        // Then the Deployment until it has an available replica.
+        Step::new(Method::GET, deployment_uri()).answer(200, deployment(0, 0)),
+        Step::new(Method::GET, deployment_uri()).answer(200, deployment(1, 0)),
+        Step::new(Method::GET, deployment_uri()).answer(200, deployment(1, 1)),
+    ]);
+    let b = backend(client);
+    let started = std::time::Instant::now();
+    let t = b.invoke_target(&ns(), "hello").await.unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(900), "two polls");
+    assert_eq!(
+        t.base_url,
+        format!("http://fn-hello.sless-fn-{}.svc.cluster.local", ns())
+    );
+    assert_eq!(t.timeout, Duration::from_secs(30));
+    assert!(t.lease.is_some(), "the request holds a lease");
+    drop(t);
+    drop(b);
+    finish(task).await.assert_complete();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_function_that_does_not_come_back_in_time_is_a_503_naming_what_was_seen() {
+    // timeoutSec 1: polls at 0, 0.5 and 1 s, then gives up.
+    let mut steps = vec![
+        Step::new(Method::GET, fn_uri("/hello")).answer(200, scaling(0, 1)),
+        activity_patch(),
+    ];
+    for _ in 0..3 {
+        steps.push(Step::new(Method::GET, deployment_uri()).answer(200, deployment(1, 0)));
+    }
+    let out = scenario(steps, async |r| {
+        let (status, body) = r
+            .call(
+                Method::POST,
+                &sless_wire::paths::function_invoke(&ns(), "hello"),
+                Some(json!({})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+        let msg = body["error"]["message"]
+            .as_str()
+            .or(body["message"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        assert!(msg.contains("scaling up from zero"), "{body}");
+        assert!(
+            msg.contains("Deployment fn-hello wants 1 replica(s), has 0 available"),
+            "{body}"
+        );
+    })
+    .await;
+    out.assert_complete();
+}
+
+#[tokio::test]
+async fn concurrent_requests_for_a_function_at_zero_share_one_wait() {
+    use sless_operator::kube::activator::Activator;
+    let (client, task) = start(vec![
+        Step::new(Method::GET, deployment_uri()).answer(200, deployment(1, 0)),
+        Step::new(Method::GET, deployment_uri()).answer(200, deployment(1, 1)),
+    ]);
+    let a = Activator::new(client);
+    let dns = format!("sless-fn-{}", ns());
+    let waits: Vec<_> = (0..8)
+        .map(|_| a.wait_available(&dns, "fn-hello", Duration::from_secs(30)))
+        .collect();
+    let results = futures_util::future::join_all(waits).await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    drop(a);
+    // Eight callers, one poll loop: two GETs in all.
+    finish(task).await.assert_complete();
 }

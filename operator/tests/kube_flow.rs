@@ -480,20 +480,36 @@ async fn triggers_wait_for_their_function_then_get_a_cron_job_or_an_ingress() {
         phase_is("Active"),
     )
     .await;
-    k.fake
+    // The function scales to zero (min_instances 0, the default): its http
+    // trigger is routed through the operator, from the operator's namespace.
+    let ingress = k
+        .fake
         .wait_for("the http trigger's Ingress", Duration::from_secs(45), |f| {
-            children(
-                f,
-                "networking.k8s.io/v1",
-                "ingresses",
-                OwnerKind::Trigger,
-                &ns,
-                "web",
-            )
-            .into_iter()
-            .next()
+            f.list("networking.k8s.io/v1", "ingresses", Some("sless-system"))
+                .into_iter()
+                .find(|o| {
+                    let l = &o["metadata"]["labels"];
+                    l[names::OWNER_KIND] == OwnerKind::Trigger.as_str()
+                        && l[names::OWNER_NAME] == "web"
+                        && l[names::OWNER_NAMESPACE] == ns.as_str()
+                })
         })
         .await;
+    let path = &ingress["spec"]["rules"][0]["http"]["paths"][0];
+    assert_eq!(path["path"], format!("/{ns}/web"));
+    assert_eq!(path["backend"]["service"]["name"], "sless-operator");
+    assert!(
+        children(
+            &k.fake,
+            "networking.k8s.io/v1",
+            "ingresses",
+            OwnerKind::Trigger,
+            &ns,
+            "web"
+        )
+        .is_empty(),
+        "no direct Ingress beside the pods"
+    );
     let web = rest_until(
         &c,
         &paths::trigger(&ns, "web"),

@@ -112,6 +112,7 @@ fn function(s: Scenario) -> Function {
                 code_sha256: Some("aaaa".into()),
                 last_built_at: Some("2026-12-02T14:00:00Z".into()),
                 url: Some(format!("http://fn-hello.{DNS}.svc.cluster.local")),
+                instances: 1,
                 ..Default::default()
             });
             let st = f.status.as_mut().unwrap();
@@ -453,6 +454,18 @@ async fn ready_function_reconciles_without_builds_or_status_writes() {
 }
 
 fn ready_deployment(f: &Function) -> Value {
+    deployment_answer(f, 1, 1, 1, 1)
+}
+
+/// The Deployment as the API server answers an apply: `replicas` wanted,
+/// `available` available, at `generation` with `observed` rolled out.
+fn deployment_answer(
+    f: &Function,
+    replicas: i32,
+    available: i32,
+    generation: i64,
+    observed: i64,
+) -> Value {
     let mut d = serde_json::to_value(sless_operator::kube::builders::deployment(
         &KubeOptions::example(),
         &sless_operator::kube::builders::Workload {
@@ -466,10 +479,13 @@ fn ready_deployment(f: &Function) -> Value {
             timeout_sec: f.spec.timeout_sec,
             image: &image(),
         },
+        replicas,
     ))
     .unwrap();
-    d["metadata"]["generation"] = json!(1);
-    d["status"] = json!({"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1, "readyReplicas": 1});
+    d["metadata"]["generation"] = json!(generation);
+    d["status"] = json!({"observedGeneration": observed, "replicas": available,
+                         "updatedReplicas": available, "availableReplicas": available,
+                         "readyReplicas": available});
     d
 }
 
@@ -665,4 +681,234 @@ async fn a_failing_body_check_fails_the_test() {
         status_step(|_| {}),
     ];
     run(function(Scenario::CodeUploaded), steps).await;
+}
+
+// Scale to zero.
+
+/// Seconds of a requeue action (`Action` has no getter; its Debug form
+/// prints the duration).
+fn requeue_secs(a: &kube::runtime::controller::Action) -> f64 {
+    let d = format!("{a:?}");
+    let inner = d
+        .split("Some(")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .unwrap_or_else(|| panic!("no requeue in {d}"));
+    let (num, factor) = if let Some(ms) = inner.strip_suffix("ms") {
+        (ms, 0.001)
+    } else {
+        (inner.trim_end_matches('s'), 1.0)
+    };
+    num.parse::<f64>().unwrap_or_else(|_| panic!("{d}")) * factor
+}
+
+fn rfc3339(ago: Duration) -> String {
+    (k8s_openapi::jiff::Timestamp::now()
+        - k8s_openapi::jiff::SignedDuration::try_from(ago).unwrap())
+    .to_string()
+}
+
+/// A Ready function that became Ready `ready_ago` and was last called
+/// `called_ago` (`None`: never), with `instances` serving.
+fn ready_function(ready_ago: Duration, called_ago: Option<Duration>, instances: u32) -> Function {
+    let mut f = function(Scenario::Ready);
+    let st = f.status.as_mut().unwrap();
+    st.instances = instances;
+    let ready = st
+        .conditions
+        .iter_mut()
+        .find(|c| c.type_ == "Ready")
+        .unwrap();
+    ready.last_transition_time = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        k8s_openapi::jiff::Timestamp::now()
+            - k8s_openapi::jiff::SignedDuration::try_from(ready_ago).unwrap(),
+    );
+    if let Some(ago) = called_ago {
+        f.metadata.annotations = Some(BTreeMap::from([(
+            sless_operator::kube::scale::LAST_REQUEST.to_string(),
+            rfc3339(ago),
+        )]));
+    }
+    f
+}
+
+fn replicas_of(d: &Value) -> i64 {
+    d["spec"]["replicas"].as_i64().expect("spec.replicas")
+}
+
+fn ready_reason(b: &Value) -> String {
+    b["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .map(|c| {
+            format!(
+                "{}/{}",
+                c["status"].as_str().unwrap(),
+                c["reason"].as_str().unwrap()
+            )
+        })
+        .unwrap()
+}
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+#[tokio::test]
+async fn a_function_idle_past_its_timeout_is_scaled_to_zero_and_stays_ready() {
+    // Ready for an hour, last called 301 s ago, idle timeout 300 s.
+    let f = ready_function(HOUR, Some(Duration::from_secs(301)), 1);
+    // The API server answers with the scale-down under way: generation
+    // bumped, not observed yet, the old pod still counted.
+    let answer = deployment_answer(&f, 0, 1, 2, 1);
+    let mut steps = apply_steps(Some(answer), |d| assert_eq!(replicas_of(d), 0));
+    steps.push(status_step(|b| {
+        assert_eq!(b["status"]["phase"], "Ready", "at zero it stays Ready");
+        assert!(b["status"]["message"].is_null());
+        assert!(b["status"]["instances"].is_null(), "0 instances: {b}");
+        assert_eq!(ready_reason(b), "True/ScaledToZero");
+    }));
+    let (action, out) = run(f, steps).await;
+    out.assert_complete();
+    assert!(out.events.is_empty(), "still Ready: no event");
+    assert_eq!(
+        action,
+        kube::runtime::controller::Action::requeue(function::REQUEUE_READY)
+    );
+}
+
+#[tokio::test]
+async fn a_function_never_called_is_scaled_down_an_idle_timeout_after_it_became_ready() {
+    let f = ready_function(Duration::from_secs(400), None, 1);
+    let mut steps = apply_steps(Some(deployment_answer(&f, 0, 0, 2, 2)), |d| {
+        assert_eq!(replicas_of(d), 0)
+    });
+    steps.push(status_step(|b| assert_eq!(b["status"]["phase"], "Ready")));
+    let (_, out) = run(f, steps).await;
+    out.assert_complete();
+
+    // Ready only 250 s ago: it keeps its replica and looks again when idle
+    // (before the 60 s periodic requeue).
+    let f = ready_function(Duration::from_secs(250), None, 1);
+    let steps = apply_steps(Some(ready_deployment(&f)), |d| {
+        assert_eq!(replicas_of(d), 1)
+    });
+    let (action, out) = run(f, steps).await;
+    out.assert_complete();
+    let secs = requeue_secs(&action);
+    assert!((48.0..=50.0).contains(&secs), "requeue in {secs} s");
+}
+
+#[tokio::test]
+async fn a_recently_called_function_keeps_its_replica_and_requeues_when_it_becomes_idle() {
+    let f = ready_function(HOUR, Some(Duration::from_secs(280)), 1);
+    // Unchanged: no status write.
+    let steps = apply_steps(Some(ready_deployment(&f)), |d| {
+        assert_eq!(replicas_of(d), 1)
+    });
+    let (action, out) = run(f, steps).await;
+    out.assert_complete();
+    let secs = requeue_secs(&action);
+    assert!(
+        (18.0..=20.0).contains(&secs),
+        "idle in 20 s, requeue in {secs} s"
+    );
+}
+
+#[tokio::test]
+async fn min_instances_1_is_never_scaled_to_zero() {
+    let mut f = ready_function(HOUR, Some(HOUR), 1);
+    f.spec.min_instances = 1;
+    let steps = apply_steps(Some(ready_deployment(&f)), |d| {
+        assert_eq!(replicas_of(d), 1)
+    });
+    let (action, out) = run(f, steps).await;
+    out.assert_complete();
+    assert_eq!(
+        action,
+        kube::runtime::controller::Action::requeue(function::REQUEUE_READY)
+    );
+    // Also when it never was called at all.
+    let mut f = ready_function(HOUR, None, 1);
+    f.spec.min_instances = 1;
+    let steps = apply_steps(Some(ready_deployment(&f)), |d| {
+        assert_eq!(replicas_of(d), 1)
+    });
+    let (_, out) = run(f, steps).await;
+    out.assert_complete();
+}
+
+#[tokio::test]
+async fn a_request_for_a_function_at_zero_scales_it_up_and_it_stays_ready() {
+    // At zero, then the proxy recorded a request just now.
+    let mut f = ready_function(HOUR, Some(Duration::from_secs(1)), 0);
+    function::set_condition(
+        &mut f.status.as_mut().unwrap().conditions,
+        "Ready",
+        true,
+        "ScaledToZero",
+        "scaled to zero; the next request starts it",
+    );
+    // The pod is starting: nothing available yet.
+    let answer = deployment_answer(&f, 1, 0, 3, 2);
+    let mut steps = apply_steps(Some(answer), |d| assert_eq!(replicas_of(d), 1));
+    steps.push(status_step(|b| {
+        assert_eq!(b["status"]["phase"], "Ready", "waking is not a rollout");
+        assert!(b["status"]["instances"].is_null());
+        assert_eq!(ready_reason(b), "True/ScalingUp");
+    }));
+    let (action, out) = run(f.clone(), steps).await;
+    out.assert_complete();
+    assert!(out.events.is_empty());
+    assert_eq!(
+        action,
+        kube::runtime::controller::Action::requeue(function::REQUEUE_STARTING)
+    );
+
+    // The pod became available: one instance.
+    let mut steps = apply_steps(Some(deployment_answer(&f, 1, 1, 3, 3)), |d| {
+        assert_eq!(replicas_of(d), 1)
+    });
+    steps.push(status_step(|b| {
+        assert_eq!(b["status"]["instances"], 1);
+        assert_eq!(ready_reason(b), "True/Available");
+    }));
+    let (_, out) = run(f, steps).await;
+    out.assert_complete();
+}
+
+#[tokio::test]
+async fn an_unreadable_or_far_future_annotation_does_not_keep_a_function_up() {
+    for value in ["not a time", "2999-01-01T00:00:00Z"] {
+        let mut f = ready_function(HOUR, None, 1);
+        f.metadata.annotations = Some(BTreeMap::from([(
+            sless_operator::kube::scale::LAST_REQUEST.to_string(),
+            value.to_string(),
+        )]));
+        let mut steps = apply_steps(Some(deployment_answer(&f, 0, 0, 2, 2)), |d| {
+            assert_eq!(replicas_of(d), 0)
+        });
+        steps.push(status_step(|_| {}));
+        let (_, out) = run(f, steps).await;
+        out.assert_complete();
+    }
+}
+
+#[tokio::test]
+async fn a_function_not_ready_yet_rolls_out_one_replica_whatever_its_activity() {
+    // A new build of a function that was idle for long: it runs one
+    // replica until it is Ready again.
+    let mut f = ready_function(HOUR, Some(HOUR), 0);
+    f.status.as_mut().unwrap().phase = Some("Building".into());
+    let mut steps = apply_steps(None, |d| assert_eq!(replicas_of(d), 1));
+    steps.push(status_step(|b| {
+        assert_eq!(b["status"]["phase"], "Building");
+        assert_eq!(b["status"]["message"], "starting");
+    }));
+    let (action, out) = run(f, steps).await;
+    out.assert_complete();
+    assert_eq!(
+        action,
+        kube::runtime::controller::Action::requeue(function::REQUEUE_STARTING)
+    );
 }

@@ -16,6 +16,9 @@ use std::time::Duration;
 const NS: &str = "sless-0123abcd";
 const DNS: &str = "sless-fn-sless-0123abcd";
 const APPLY: &str = "?&force=true&fieldManager=sless-operator";
+/// An http trigger's Ingress routed through the operator (its namespace).
+const OPERATOR_INGRESS: &str =
+    "/apis/networking.k8s.io/v1/namespaces/sless-system/ingresses/tr-sless-0123abcd-web?";
 
 fn trigger(kind: &str, enabled: bool) -> Trigger {
     let mut t = Trigger::new(
@@ -34,18 +37,22 @@ fn trigger(kind: &str, enabled: bool) -> Trigger {
     t
 }
 
+/// The target function in `phase`, always running (`minInstances: 1`; the
+/// scale-to-zero tests change it).
 fn function(phase: &str) -> Value {
     json!({"apiVersion": "sless.kube5s.ru/v1alpha1", "kind": "Function",
            "metadata": {"name": "hello", "namespace": NS},
-           "spec": {"runtime": "python3.11", "entrypoint": "main.handler", "envVars": {}, "memoryMb": 128, "timeoutSec": 30},
+           "spec": {"runtime": "python3.11", "entrypoint": "main.handler", "envVars": {},
+                    "memoryMb": 128, "timeoutSec": 30, "minInstances": 1},
            "status": {"phase": phase}})
 }
 
+fn function_uri() -> String {
+    format!("/apis/sless.kube5s.ru/v1alpha1/namespaces/{NS}/functions/hello")
+}
+
 fn get_function(phase: Option<&str>) -> Step {
-    let s = Step::new(
-        Method::GET,
-        format!("/apis/sless.kube5s.ru/v1alpha1/namespaces/{NS}/functions/hello"),
-    );
+    let s = Step::new(Method::GET, function_uri());
     match phase {
         Some(p) => s.answer(200, function(p)),
         None => s.answer(
@@ -189,6 +196,10 @@ async fn http_trigger_gets_service_ingress_and_url_once_the_function_is_ready() 
                     "tr-web"
                 );
             }),
+            // A route through the operator (the function scaled to zero
+            // before) is removed.
+            Step::new(Method::DELETE, OPERATOR_INGRESS)
+                .answer(404, status_body(404, "NotFound", "gone")),
             status_step(|b| {
                 assert_eq!(b["status"]["phase"], "Active");
                 assert_eq!(
@@ -429,6 +440,8 @@ async fn disabled_triggers_remove_http_children_and_suspend_cron() {
                 format!("/api/v1/namespaces/{DNS}/services/tr-web?"),
             )
             .answer(404, status_body(404, "NotFound", "gone")),
+            Step::new(Method::DELETE, OPERATOR_INGRESS)
+                .answer(404, status_body(404, "NotFound", "gone")),
             status_step(|b| assert_eq!(b["status"]["phase"], "Disabled")),
         ],
     )
@@ -479,6 +492,7 @@ async fn deleting_a_trigger_deletes_its_children() {
                 Method::DELETE,
                 format!("/api/v1/namespaces/{DNS}/services/tr-web?"),
             ),
+            Step::new(Method::DELETE, OPERATOR_INGRESS).answer(404, gone("ingress")),
             Step::new(
                 Method::DELETE,
                 format!("/apis/batch/v1/namespaces/{DNS}/cronjobs/tr-web?"),
@@ -494,4 +508,142 @@ async fn deleting_a_trigger_deletes_its_children() {
     )
     .await;
     out.assert_complete();
+}
+
+// Scale to zero.
+
+/// A Ready function that scales to zero, with `annotations`.
+fn get_scaling_function(annotations: Value) -> Step {
+    let mut f = function("Ready");
+    f["spec"]["minInstances"] = json!(0);
+    f["metadata"]["annotations"] = annotations;
+    Step::new(Method::GET, function_uri()).answer(200, f)
+}
+
+#[tokio::test]
+async fn http_trigger_of_a_function_that_scales_to_zero_is_routed_through_the_operator() {
+    let (action, out) = run(
+        trigger("http", true),
+        vec![
+            get_scaling_function(json!({})),
+            Step::new(
+                Method::PATCH,
+                format!(
+                    "/apis/networking.k8s.io/v1/namespaces/sless-system/ingresses/tr-sless-0123abcd-web{APPLY}"
+                ),
+            )
+            .check(|b| {
+                assert_eq!(b["metadata"]["namespace"], "sless-system");
+                assert_eq!(b["metadata"]["labels"]["sless.kube5s.ru/owner-kind"], "Trigger");
+                assert_eq!(b["metadata"]["labels"]["sless.kube5s.ru/owner-namespace"], NS);
+                let rule = &b["spec"]["rules"][0];
+                assert_eq!(rule["host"], "fn.example.test");
+                let path = &rule["http"]["paths"][0];
+                assert_eq!(path["path"], "/sless-0123abcd/web", "the same public URL");
+                assert_eq!(path["backend"]["service"]["name"], "sless-operator");
+                assert_eq!(path["backend"]["service"]["port"]["number"], 80);
+            }),
+            // The direct route (Ingress and Service beside the pods) goes.
+            Step::new(
+                Method::DELETE,
+                format!("/apis/networking.k8s.io/v1/namespaces/{DNS}/ingresses/tr-web?"),
+            ),
+            Step::new(
+                Method::DELETE,
+                format!("/api/v1/namespaces/{DNS}/services/tr-web?"),
+            )
+            .answer(404, status_body(404, "NotFound", "gone")),
+            status_step(|b| {
+                assert_eq!(b["status"]["phase"], "Active");
+                assert_eq!(
+                    b["status"]["url"],
+                    "https://fn.example.test/sless-0123abcd/web"
+                );
+            }),
+        ],
+    )
+    .await;
+    out.assert_complete();
+    assert_eq!(action, Action::requeue(trigger::REQUEUE_ACTIVE));
+}
+
+#[tokio::test]
+async fn a_cron_run_wakes_a_function_that_scales_to_zero_ahead_of_time() {
+    // Every minute: the next run is always within the warm-up lead.
+    let mut t = trigger("cron", true);
+    t.spec.schedule = Some("* * * * *".into());
+    let (action, out) = run(
+        t,
+        vec![
+            get_scaling_function(json!({})),
+            Step::new(
+                Method::PATCH,
+                format!("/apis/batch/v1/namespaces/{DNS}/cronjobs/tr-web{APPLY}"),
+            ),
+            list_jobs(vec![]),
+            Step::new(Method::PATCH, format!("{}?", function_uri()))
+                .check(|b| {
+                    let keep: k8s_openapi::jiff::Timestamp = b["metadata"]["annotations"]
+                        [sless_operator::kube::scale::KEEP_UNTIL]
+                        .as_str()
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    let now = k8s_openapi::jiff::Timestamp::now();
+                    // The next run (within 60 s) + timeoutSec 30 + 60 s grace.
+                    let ahead = keep.duration_since(now).as_secs();
+                    assert!((89..=150).contains(&ahead), "kept {ahead} s ahead");
+                    assert_eq!(keep.as_second() % 60, 30, "a run on the minute + 90 s");
+                    assert_eq!(b.as_object().unwrap().len(), 1, "only metadata: {b}");
+                })
+                .answer(200, function("Ready")),
+            status_step(|b| assert_eq!(b["status"]["phase"], "Active")),
+        ],
+    )
+    .await;
+    out.assert_complete();
+    assert_eq!(action, Action::requeue(trigger::REQUEUE_ACTIVE));
+
+    // Already kept long enough: no second patch.
+    let mut t = trigger("cron", true);
+    t.spec.schedule = Some("* * * * *".into());
+    let later = (k8s_openapi::jiff::Timestamp::now()
+        + k8s_openapi::jiff::SignedDuration::from_secs(600))
+    .to_string();
+    let (_, out) = run(
+        t,
+        vec![
+            get_scaling_function(json!({sless_operator::kube::scale::KEEP_UNTIL: later})),
+            Step::new(
+                Method::PATCH,
+                format!("/apis/batch/v1/namespaces/{DNS}/cronjobs/tr-web{APPLY}"),
+            ),
+            list_jobs(vec![]),
+            status_step(|_| {}),
+        ],
+    )
+    .await;
+    out.assert_complete();
+}
+
+#[tokio::test]
+async fn a_distant_cron_run_does_not_wake_the_function_yet() {
+    // Yearly: far beyond the lead, nothing is patched.
+    let mut t = trigger("cron", true);
+    t.spec.schedule = Some("0 0 1 1 *".into());
+    let (action, out) = run(
+        t,
+        vec![
+            get_scaling_function(json!({})),
+            Step::new(
+                Method::PATCH,
+                format!("/apis/batch/v1/namespaces/{DNS}/cronjobs/tr-web{APPLY}"),
+            ),
+            list_jobs(vec![]),
+            status_step(|_| {}),
+        ],
+    )
+    .await;
+    out.assert_complete();
+    assert_eq!(action, Action::requeue(trigger::REQUEUE_ACTIVE));
 }

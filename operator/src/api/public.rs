@@ -98,10 +98,16 @@ fn ns_and_name(params: &RawPathParams, kind: &str) -> Result<(String, String), A
         (status = 504, description = "The function exceeded its timeout (upstream_timeout)", body = sless_wire::ErrorBody),
     )
 )]
-pub async fn trigger(
+pub async fn trigger(state: State<AppState>, params: RawPathParams, req: Request) -> Response {
+    serve_trigger(state, params, req, sless_wire::paths::trigger_public).await
+}
+
+/// The trigger behind `params`, served under the prefix `prefix(ns, name)`.
+async fn serve_trigger(
     State(state): State<AppState>,
     params: RawPathParams,
     req: Request,
+    prefix: fn(&str, &str) -> String,
 ) -> Response {
     let (ns, name) = match ns_and_name(&params, "trigger") {
         Ok(v) => v,
@@ -130,7 +136,7 @@ pub async fn trigger(
         Ok(target) => target,
         Err(e) => return ApiFailure::from(e).into_response(),
     };
-    let prefix = sless_wire::paths::trigger_public(&ns, &name);
+    let prefix = prefix(&ns, &name);
     let limit = Some(sless_wire::limits::INVOKE_BODY_MAX_BYTES);
     let record = Record::installed(
         &ns,
@@ -162,4 +168,21 @@ pub async fn trigger(
 )]
 pub async fn trigger_rest(state: State<AppState>, params: RawPathParams, req: Request) -> Response {
     trigger(state, params, req).await
+}
+
+/// `/{ns}/{name}` of an http trigger, prefixed by `/<ns>/<trigger>`.
+fn ingress_prefix(ns: &str, name: &str) -> String {
+    format!("/{ns}/{name}")
+}
+
+/// `ANY /{ns}/{name}[/{rest}]`: the same as [`trigger`] under the path the
+/// Kubernetes backend's Ingress uses (`<ingress host>/<ns>/<trigger>`), for
+/// http triggers it routes through the operator (functions that scale to
+/// zero). Not in the OpenAPI document: clients use `/t/...`.
+pub async fn ingress_trigger(
+    state: State<AppState>,
+    params: RawPathParams,
+    req: Request,
+) -> Response {
+    serve_trigger(state, params, req, ingress_prefix).await
 }

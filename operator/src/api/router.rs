@@ -13,7 +13,9 @@ use sless_wire::ErrorCode;
 use std::time::Instant;
 
 /// Builds the HTTP application: `/healthz`, `/openapi.json`, `/metrics`,
-/// `/funcs[/{ns}]` (HTML), `/v1/...` and the public `/t/...`, `/s/...` URLs.
+/// `/funcs[/{ns}]` (HTML), `/v1/...`, the public `/t/...`, `/s/...` URLs and
+/// `/{ns}/{trigger}[/...]` (an http trigger as the kube backend's Ingress
+/// forwards it).
 pub fn router(state: AppState) -> Router {
     const FUNCTION: &str = "/v1/namespaces/{ns}/functions/{name}";
     let v1 = Router::new()
@@ -85,7 +87,12 @@ pub fn router(state: AppState) -> Router {
         .route("/t/{ns}/{name}/{*rest}", any(public::trigger_rest))
         .route("/s/{ns}/{name}", any(public_services::service))
         .route("/s/{ns}/{name}/", any(public_services::service))
-        .route("/s/{ns}/{name}/{*rest}", any(public_services::service_rest));
+        .route("/s/{ns}/{name}/{*rest}", any(public_services::service_rest))
+        // The Kubernetes backend's Ingress form of `/t/...` (functions
+        // that scale to zero); static routes above take precedence.
+        .route("/{ns}/{name}", any(public::ingress_trigger))
+        .route("/{ns}/{name}/", any(public::ingress_trigger))
+        .route("/{ns}/{name}/{*rest}", any(public::ingress_trigger));
     Router::new()
         .route(sless_wire::paths::HEALTHZ, get(healthz))
         .route(sless_wire::paths::OPENAPI, get(openapi::serve))

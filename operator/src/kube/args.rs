@@ -24,6 +24,15 @@ pub struct KubeArgs {
     #[arg(long, env = "SLESS_OPERATOR_NAMESPACE", default_value = "sless-system")]
     pub operator_namespace: String,
 
+    /// The operator's own Service (in the operator's namespace): the
+    /// Ingress of an http trigger whose function scales to zero points at it.
+    #[arg(long, env = "SLESS_OPERATOR_SERVICE", default_value = "sless-operator")]
+    pub operator_service: String,
+
+    /// The port of the operator's Service.
+    #[arg(long, env = "SLESS_OPERATOR_SERVICE_PORT", default_value_t = 80)]
+    pub operator_service_port: u16,
+
     /// A secret in the operator's namespace with `AWS_ACCESS_KEY_ID` and
     /// `AWS_SECRET_ACCESS_KEY` for kaniko; copied into deploy namespaces.
     #[arg(
@@ -115,6 +124,8 @@ impl KubeArgs {
             registry_insecure: self.registry_insecure,
             registry_secret: self.registry_secret.clone().filter(|s| !s.is_empty()),
             operator_namespace: self.operator_namespace.clone(),
+            operator_service: self.operator_service.clone(),
+            operator_service_port: self.operator_service_port,
             object_store_secret: self.object_store_secret.clone(),
             s3: S3Options {
                 allow_http: endpoint
@@ -190,6 +201,9 @@ mod tests {
         assert_eq!(o.kaniko_image, KANIKO_IMAGE);
         assert_eq!(o.ingress.host.as_deref(), Some("fn.example.com"));
         assert_eq!(o.operator_namespace, "sless-system");
+        // deploy/operator.yaml's Service.
+        assert_eq!(o.operator_service, "sless-operator");
+        assert_eq!(o.operator_service_port, 80);
     }
 
     #[test]

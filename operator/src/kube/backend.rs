@@ -10,6 +10,8 @@
 //! exists" → 409, not found → 404; never a 500 for input.
 
 use super::KubeOptions;
+use super::activator::Activator;
+use super::activity::Activity;
 use super::builders;
 use super::controllers::Controllers;
 use super::crd::{
@@ -57,6 +59,10 @@ pub struct KubeBackend {
     /// Namespaces fully set up by this process (deploy namespace, policy,
     /// secrets); later calls only check that the user namespace exists.
     ensured: Mutex<HashSet<String>>,
+    /// Records requests to functions that scale to zero.
+    activity: Activity,
+    /// Holds requests for functions at zero until they serve again.
+    activator: Activator,
 }
 
 impl std::fmt::Debug for KubeBackend {
@@ -330,8 +336,12 @@ pub fn to_wire(f: &Function) -> Result<sless_wire::Function> {
             last_built_at: st.last_built_at.clone(),
             invoke_path: paths::function_invoke(&ns, &name),
             restarts: st.restarts,
-            // The Deployment keeps one replica while Ready (no scale to zero yet).
-            instances: u32::from(phase == Phase::Ready),
+            // From the Deployment's available replicas (0 at zero).
+            instances: if phase == Phase::Ready {
+                st.instances.min(1)
+            } else {
+                0
+            },
         },
         namespace: ns,
         name,
@@ -535,12 +545,14 @@ impl KubeBackend {
         let (shutdown, _) = watch::channel(false);
         KubeBackend {
             controllers: Arc::new(Controllers::new(client.clone(), opts.clone())),
-            client,
             opts,
             store,
             shutdown,
             campaign: Mutex::new(None),
             ensured: Mutex::new(HashSet::new()),
+            activity: Activity::with_default_throttle(client.clone()),
+            activator: Activator::new(client.clone()),
+            client,
         }
     }
 
@@ -573,6 +585,11 @@ impl KubeBackend {
     /// stops them.
     pub async fn start_controllers(&self) {
         self.controllers.start().await;
+    }
+
+    /// This replica's activity recorder (tests look at its leases).
+    pub fn activity(&self) -> &Activity {
+        &self.activity
     }
 
     /// The controllers' shared context (tests record metrics through it).
@@ -978,16 +995,41 @@ impl Backend for KubeBackend {
             .await
     }
 
+    /// A Ready function's Service. With `min_instances = 0` the request is
+    /// recorded as activity and holds a lease, and a function at zero
+    /// (`status.instances` 0) is first woken: the request waits, at most
+    /// `timeout_sec`, until its Deployment has an available replica (503
+    /// naming what was seen last when it does not).
     async fn invoke_target(&self, namespace: &str, name: &str) -> Result<InvokeTarget> {
         let f = self.get_obj::<Function>(namespace, name).await?.wire()?;
-        ready_target(
+        let mut target = ready_target(
             OwnerKind::Function,
             Function::NOUN,
             namespace,
             name,
             (f.status.phase, f.status.message),
             f.spec.timeout_sec,
-        )
+        )?;
+        if f.spec.min_instances >= 1 {
+            return Ok(target);
+        }
+        // Recorded first: it is what makes the controller scale up.
+        self.activity.touch(namespace, name).await;
+        if f.status.instances == 0 {
+            let deploy_ns = names::deploy_namespace(namespace);
+            let deployment = names::workload_name(OwnerKind::Function, name);
+            self.activator
+                .wait_available(&deploy_ns, &deployment, target.timeout)
+                .await
+                .map_err(|seen| {
+                    Error::NotReady(format!(
+                        "function {name:?} is scaling up from zero and did not serve within its timeout ({}s): {seen}",
+                        f.spec.timeout_sec
+                    ))
+                })?;
+        }
+        target.lease = Some(self.activity.lease(namespace, name));
+        Ok(target)
     }
 
     async fn create_trigger(

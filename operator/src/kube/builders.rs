@@ -160,11 +160,12 @@ fn workload_container(w: &Workload<'_>) -> Container {
     }
 }
 
-/// The Deployment serving a function or service: one replica of the runtime
+/// The Deployment serving a function or service: `replicas` (0 or 1: a
+/// function scaled to zero has 0, see [`super::scale`]) of the runtime
 /// server in serve mode, a memory limit of `memory_mb`, a TCP readiness probe
 /// on the runtime port (the server binds only after the entrypoint loaded),
 /// owner labels (never owner references: the owner is in another namespace).
-pub fn deployment(opts: &KubeOptions, w: &Workload<'_>) -> Deployment {
+pub fn deployment(opts: &KubeOptions, w: &Workload<'_>, replicas: i32) -> Deployment {
     let deploy_ns = names::deploy_namespace(w.namespace);
     let name = names::workload_name(w.kind, w.name);
     let labels = pod_labels(w.kind, w.namespace, w.name);
@@ -195,7 +196,7 @@ pub fn deployment(opts: &KubeOptions, w: &Workload<'_>) -> Deployment {
     Deployment {
         metadata: meta(&name, &deploy_ns, labels.clone()),
         spec: DeploymentSpec {
-            replicas: Some(1),
+            replicas: Some(replicas),
             revision_history_limit: Some(2),
             selector: LabelSelector {
                 match_labels: Some(app_selector(w.kind, w.name)),
@@ -224,14 +225,14 @@ pub fn deployment(opts: &KubeOptions, w: &Workload<'_>) -> Deployment {
 /// The Deployment of a sless Service: the user's own server (`script` run by
 /// the runtime's interpreter, or `command`), `PORT` set to the runtime port,
 /// an HTTP readiness probe on `health_path`; otherwise like [`deployment`]
-/// (memory limit, sorted env, owner labels, pull secret).
+/// (memory limit, sorted env, owner labels, pull secret), always one replica.
 pub fn service_deployment(
     opts: &KubeOptions,
     w: &Workload<'_>,
     command: &[String],
     health_path: &str,
 ) -> Deployment {
-    let mut d = deployment(opts, w);
+    let mut d = deployment(opts, w, 1);
     if let Some(c) = d
         .spec
         .template
@@ -499,34 +500,49 @@ pub fn runtime_job(opts: &KubeOptions, w: &Workload<'_>, run_name: &str) -> Job 
     }
 }
 
-/// An http trigger's Service (selecting its function's pods) and Ingress
-/// (host and path prefix from the operator options: `/<ns>/<trigger>`).
-pub fn http_trigger(
+/// Where an http trigger's Ingress sends requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpRoute {
+    /// To the function's pods (a Service beside them): `min_instances = 1`.
+    Direct,
+    /// To the operator's Service, whose proxy wakes a function at zero:
+    /// `min_instances = 0`.
+    ViaOperator,
+}
+
+impl HttpRoute {
+    /// The route for a function with `min_instances`.
+    pub fn for_min_instances(min_instances: u32) -> HttpRoute {
+        if min_instances >= 1 {
+            HttpRoute::Direct
+        } else {
+            HttpRoute::ViaOperator
+        }
+    }
+}
+
+fn trigger_ingress(
     opts: &KubeOptions,
-    ns: &str,
-    trigger: &str,
-    function: &str,
-) -> (Service, Ingress) {
-    let svc_name = names::workload_name(OwnerKind::Trigger, trigger);
-    let deploy_ns = names::deploy_namespace(ns);
-    let labels = names::owner_labels(OwnerKind::Trigger, ns, trigger);
-    let mut svc = workload_service(OwnerKind::Function, ns, function);
-    svc.metadata = meta(&svc_name, &deploy_ns, labels.clone());
-    let ingress = Ingress {
-        metadata: meta(&svc_name, &deploy_ns, labels),
+    metadata: ObjectMeta,
+    path: String,
+    service: &str,
+    port: i32,
+) -> Ingress {
+    Ingress {
+        metadata,
         spec: Some(IngressSpec {
             ingress_class_name: opts.ingress.class.clone(),
             rules: Some(vec![IngressRule {
                 host: opts.ingress.host.clone(),
                 http: Some(HTTPIngressRuleValue {
                     paths: vec![HTTPIngressPath {
-                        path: Some(trigger_path(ns, trigger)),
+                        path: Some(path),
                         path_type: "Prefix".to_string(),
                         backend: IngressBackend {
                             service: Some(IngressServiceBackend {
-                                name: svc_name,
+                                name: service.to_string(),
                                 port: Some(ServiceBackendPort {
-                                    number: Some(80),
+                                    number: Some(port),
                                     ..Default::default()
                                 }),
                             }),
@@ -538,7 +554,57 @@ pub fn http_trigger(
             ..Default::default()
         }),
         ..Default::default()
-    };
+    }
+}
+
+/// The name of an http trigger's Ingress in the operator's namespace
+/// ([`HttpRoute::ViaOperator`]): `tr-<ns>-<trigger>` (Ingresses of every
+/// user namespace share that namespace).
+pub fn operator_ingress_name(ns: &str, trigger: &str) -> String {
+    format!("tr-{ns}-{trigger}")
+}
+
+/// The Ingress of an http trigger routed through the operator
+/// ([`HttpRoute::ViaOperator`]): in the operator's namespace (an Ingress
+/// can only name a Service of its own namespace), same host and path as
+/// [`http_trigger`], backend the operator's Service (`--operator-service`,
+/// `--operator-service-port`), which serves `/<ns>/<trigger>` like
+/// `/t/<ns>/<trigger>`. Owner labels as every child.
+pub fn operator_trigger_ingress(opts: &KubeOptions, ns: &str, trigger: &str) -> Ingress {
+    trigger_ingress(
+        opts,
+        meta(
+            &operator_ingress_name(ns, trigger),
+            &opts.operator_namespace,
+            names::owner_labels(OwnerKind::Trigger, ns, trigger),
+        ),
+        trigger_path(ns, trigger),
+        &opts.operator_service,
+        i32::from(opts.operator_service_port),
+    )
+}
+
+/// An http trigger's Service (selecting its function's pods) and Ingress
+/// (host and path prefix from the operator options: `/<ns>/<trigger>`),
+/// both in the deploy namespace ([`HttpRoute::Direct`]).
+pub fn http_trigger(
+    opts: &KubeOptions,
+    ns: &str,
+    trigger: &str,
+    function: &str,
+) -> (Service, Ingress) {
+    let svc_name = names::workload_name(OwnerKind::Trigger, trigger);
+    let deploy_ns = names::deploy_namespace(ns);
+    let labels = names::owner_labels(OwnerKind::Trigger, ns, trigger);
+    let mut svc = workload_service(OwnerKind::Function, ns, function);
+    svc.metadata = meta(&svc_name, &deploy_ns, labels.clone());
+    let ingress = trigger_ingress(
+        opts,
+        meta(&svc_name, &deploy_ns, labels),
+        trigger_path(ns, trigger),
+        &svc_name,
+        80,
+    );
     (svc, ingress)
 }
 
@@ -770,7 +836,7 @@ mod tests {
     #[test]
     fn deployment_has_sorted_env_entrypoint_memory_probe_and_labels() {
         let e = env();
-        let d = deployment(&test_options(), &workload(&e));
+        let d = deployment(&test_options(), &workload(&e), 1);
         assert_eq!(d.metadata.name.as_deref(), Some("fn-hello"));
         assert_eq!(
             d.metadata.namespace.as_deref(),
@@ -833,8 +899,77 @@ mod tests {
         // Same input, same object: re-applying never restarts pods.
         let e2: BTreeMap<String, String> = env().into_iter().rev().collect();
         assert_eq!(
-            deployment(&test_options(), &workload(&e)),
-            deployment(&test_options(), &workload(&e2))
+            deployment(&test_options(), &workload(&e), 1),
+            deployment(&test_options(), &workload(&e2), 1)
+        );
+    }
+
+    #[test]
+    fn deployment_has_the_replicas_asked_and_only_they_differ() {
+        let e = env();
+        let one = deployment(&test_options(), &workload(&e), 1);
+        let zero = deployment(&test_options(), &workload(&e), 0);
+        assert_eq!(one.spec.replicas, Some(1));
+        assert_eq!(zero.spec.replicas, Some(0));
+        // Scaling changes nothing else: the pod template (hence the
+        // ReplicaSet) stays, so scaling up runs the same pods as before.
+        let mut back = zero.clone();
+        back.spec.replicas = Some(1);
+        assert_eq!(back, one);
+        // A sless Service always runs one.
+        let mut w = workload(&e);
+        w.kind = OwnerKind::Service;
+        let svc = service_deployment(&test_options(), &w, &[], "/");
+        assert_eq!(svc.spec.replicas, Some(1));
+    }
+
+    #[test]
+    fn http_route_follows_min_instances() {
+        assert_eq!(HttpRoute::for_min_instances(0), HttpRoute::ViaOperator);
+        assert_eq!(HttpRoute::for_min_instances(1), HttpRoute::Direct);
+    }
+
+    #[test]
+    fn operator_trigger_ingress_points_at_the_operator_service() {
+        let o = test_options();
+        let ing = operator_trigger_ingress(&o, "sless-1", "web");
+        assert_eq!(ing.metadata.name.as_deref(), Some("tr-sless-1-web"));
+        assert_eq!(ing.metadata.namespace.as_deref(), Some("sless-system"));
+        let labels = ing.metadata.labels.clone().unwrap();
+        assert_eq!(
+            names::owner_of(&labels),
+            Some(("sless-1".to_string(), "web".to_string()))
+        );
+        assert_eq!(labels[names::OWNER_KIND], "Trigger");
+        let spec = ing.spec.unwrap();
+        assert_eq!(spec.ingress_class_name.as_deref(), Some("nginx"));
+        let rule = &spec.rules.unwrap()[0];
+        assert_eq!(rule.host.as_deref(), Some("fn.example.test"));
+        let path = &rule.http.as_ref().unwrap().paths[0];
+        // Same public path as the direct route: the URL does not change.
+        assert_eq!(path.path.as_deref(), Some("/sless-1/web"));
+        assert_eq!(path.path_type, "Prefix");
+        let backend = path.backend.service.as_ref().unwrap();
+        assert_eq!(backend.name, "sless-operator");
+        assert_eq!(backend.port.as_ref().unwrap().number, Some(80));
+        let mut o = test_options();
+        o.operator_service = "sless-api".into();
+        o.operator_service_port = 8080;
+        o.operator_namespace = "platform".into();
+        let ing = operator_trigger_ingress(&o, "sless-1", "web");
+        assert_eq!(ing.metadata.namespace.as_deref(), Some("platform"));
+        let b = ing.spec.unwrap().rules.unwrap()[0]
+            .http
+            .as_ref()
+            .unwrap()
+            .paths[0]
+            .backend
+            .service
+            .clone()
+            .unwrap();
+        assert_eq!(
+            (b.name.as_str(), b.port.unwrap().number),
+            ("sless-api", Some(8080))
         );
     }
 

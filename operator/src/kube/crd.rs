@@ -78,8 +78,9 @@ pub struct FunctionSpec {
     /// Per-invocation timeout in seconds.
     #[schemars(range(min = 1, max = 900))]
     pub timeout_sec: u32,
-    /// Pods kept when idle: 0 or 1. The kube backend keeps one pod running
-    /// either way for now (see docs/kubernetes.md).
+    /// Pods kept when idle: 0 or 1. At 0 the Deployment is scaled to zero
+    /// after `idle_timeout_sec` without a request and back to one by the
+    /// next request (see docs/kubernetes.md, "Scale to zero").
     #[serde(default)]
     #[schemars(range(min = 0, max = 1))]
     pub min_instances: u32,
@@ -145,6 +146,11 @@ pub struct FunctionStatus {
     /// when the function is reconciled).
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub restarts: u32,
+    /// Pods serving: 0 or 1, from the Deployment's available replicas (0
+    /// as soon as the function is scaled to zero). Absent (0) in objects
+    /// written before scale to zero.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub instances: u32,
     /// `Built` and `Ready` conditions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,

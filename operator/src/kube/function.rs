@@ -15,6 +15,14 @@
 //! a restart makes the pod unready, which changes the Deployment's status,
 //! so the watched Deployment brings the count up to date.
 //!
+//! Scale to zero: a Ready function with `min_instances = 0` whose last
+//! activity (the `sless.kube5s.ru/last-request` annotation the invoke proxy
+//! writes, or when it became Ready) is older than its idle timeout gets a
+//! Deployment of 0 replicas ([`scale::desired_replicas`]), and is requeued
+//! for the moment it becomes idle. It stays `Ready`, with `status.instances`
+//! 0; the next request's activity (an annotation change, which this
+//! controller watches) brings it back to one.
+//!
 //! It also holds what the other controllers use: their shared context
 //! ([`Ctx`]), conditions, Job outcomes, and what functions and services
 //! (both run by a Deployment) share: waiting for code, the rollout of the
@@ -28,6 +36,7 @@ use super::controller_util::{
 };
 use super::crd::{BuildState, CodeRef, Function, FunctionStatus};
 use super::names::{self, FIELD_MANAGER, OwnerKind};
+use super::scale;
 use super::{KubeError, KubeOptions};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
@@ -236,8 +245,13 @@ pub(crate) async fn record_restarts(
     }
 }
 
-/// True when a Deployment has rolled out its current generation and is available.
+/// True when a Deployment has rolled out its current generation and is
+/// available. One scaled to zero (`replicas: 0`) has nothing to roll out:
+/// it is ready as it is (a function only goes to zero after it was Ready).
 pub(crate) fn deployment_ready(d: &Deployment) -> bool {
+    if d.spec.replicas == Some(0) {
+        return true;
+    }
     let generation = d.metadata.generation.unwrap_or(0);
     d.status.as_ref().is_some_and(|s| {
         s.observed_generation.unwrap_or(0) >= generation
@@ -302,16 +316,27 @@ pub(crate) fn code_and_runtime<S: WorkloadStatus>(
     Some((code.clone(), parsed))
 }
 
+/// What [`roll_out`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RolledOut {
+    /// The phase is `Ready`.
+    pub ready: bool,
+    /// The Deployment's available replicas (as the apply answered).
+    pub available: i32,
+}
+
 /// Server-side applies `deployment` (built from `w`) and the ClusterIP
 /// Service of the workload `w`, records its URL and its pods' restarts in
-/// `st`, and sets the phase: `Ready` once the Deployment is available, else
-/// `Building` ("starting"). Returns whether it is ready.
+/// `st`, and sets the phase: `Ready` once the Deployment is available (or
+/// whatever the Deployment does when `keep_ready`: a function scaling to or
+/// from zero stays Ready), else `Building` ("starting").
 pub(crate) async fn roll_out<S: WorkloadStatus>(
     ctx: &Ctx,
     w: &Workload<'_>,
     deployment: &Deployment,
     st: &mut S,
-) -> Result<bool, KubeError> {
+    keep_ready: bool,
+) -> Result<RolledOut, KubeError> {
     let (kind, ns, name) = (w.kind, w.namespace, w.name);
     let deploy_ns = names::deploy_namespace(ns);
     let pp = PatchParams::apply(FIELD_MANAGER).force();
@@ -329,17 +354,24 @@ pub(crate) async fn roll_out<S: WorkloadStatus>(
     let f = st.workload();
     *f.url = Some(builders::service_url(kind, ns, name));
     record_restarts(ctx, &deploy_ns, &wname, f.restarts).await;
-    let ready = deployment_ready(&applied);
+    let ready = keep_ready || deployment_ready(&applied);
+    let available = applied
+        .status
+        .as_ref()
+        .and_then(|s| s.available_replicas)
+        .unwrap_or(0);
+    let wanted = deployment.spec.replicas.unwrap_or(1);
     if ready {
         *f.phase = Some("Ready".into());
         *f.message = None;
-        set_condition(
-            f.conditions,
-            "Ready",
-            true,
-            "Available",
-            "the Deployment is available",
-        );
+        let (reason, message) = if wanted == 0 {
+            ("ScaledToZero", "scaled to zero; the next request starts it")
+        } else if available == 0 {
+            ("ScalingUp", "scaling up from zero")
+        } else {
+            ("Available", "the Deployment is available")
+        };
+        set_condition(f.conditions, "Ready", true, reason, message);
     } else {
         *f.phase = Some("Building".into());
         *f.message = Some("starting".into());
@@ -351,7 +383,38 @@ pub(crate) async fn roll_out<S: WorkloadStatus>(
             "waiting for the Deployment",
         );
     }
-    Ok(ready)
+    Ok(RolledOut { ready, available })
+}
+
+/// When the function last became Ready (its `Ready` condition's transition
+/// time, while it is true).
+fn ready_since(conditions: &[Condition]) -> Option<Timestamp> {
+    conditions
+        .iter()
+        .find(|c| c.type_ == "Ready" && c.status == "True")
+        .map(|c| c.last_transition_time.0)
+}
+
+/// The Deployment's replicas for `f` (see [`scale`]), whether the phase
+/// stays `Ready` while the Deployment scales, and when the function becomes
+/// idle. Until it is Ready a function runs one replica: a rollout proves
+/// itself before the idle clock starts.
+fn scaling(f: &Function, old: &FunctionStatus, now: Timestamp) -> (i32, bool, Option<Duration>) {
+    if old.phase.as_deref() != Some("Ready") {
+        return (1, false, None);
+    }
+    let annotations = f.metadata.annotations.as_ref();
+    let (replicas, idle_in) = scale::desired_replicas(
+        f.spec.min_instances,
+        f.spec.idle_timeout_sec,
+        scale::last_activity(annotations, ready_since(&old.conditions), now),
+        scale::keep_until(annotations, now),
+        now,
+    );
+    // Going to zero, or coming back from it: the function stays Ready (a
+    // request meanwhile waits in the activator instead of a 503).
+    let keep_ready = replicas == 0 || old.instances == 0;
+    (replicas, keep_ready, idle_in)
 }
 
 async fn apply(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
@@ -469,8 +532,15 @@ async fn apply(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
                 timeout_sec: f.spec.timeout_sec,
                 image: &image,
             };
-            let deployment = builders::deployment(&ctx.opts, &w);
-            let ready = roll_out(&ctx, &w, &deployment, &mut st).await?;
+            let (replicas, keep_ready, idle_in) = scaling(&f, &old, Timestamp::now());
+            let deployment = builders::deployment(&ctx.opts, &w, replicas);
+            let out = roll_out(&ctx, &w, &deployment, &mut st, keep_ready).await?;
+            let ready = out.ready;
+            st.instances = if replicas == 0 {
+                0
+            } else {
+                u32::from(out.available >= 1)
+            };
             if ready && old.phase.as_deref() != Some("Ready") {
                 ctx.event(
                     f.as_ref(),
@@ -481,11 +551,14 @@ async fn apply(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
                 .await;
             }
             patch_status(&api, &name, &old, &st).await?;
-            Ok(Action::requeue(if ready {
+            let settled = ready && (replicas == 0 || out.available >= 1);
+            let requeue = if settled {
                 REQUEUE_READY
             } else {
                 REQUEUE_STARTING
-            }))
+            };
+            // Look again the moment it becomes idle.
+            Ok(Action::requeue(idle_in.map_or(requeue, |i| i.min(requeue))))
         }
     }
 }

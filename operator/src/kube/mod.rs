@@ -6,12 +6,17 @@
 //! a pure builder ([`builders`]) and is named by [`names`]. The controllers
 //! share their finalizer, status and watch scaffolding ([`controller_util`])
 //! and run as one unit ([`controllers`]) while this replica holds the leader
-//! Lease ([`leader`]). See `docs/kubernetes.md`.
+//! Lease ([`leader`]). Functions scale to zero: the controller decides the
+//! replicas ([`scale`]) from the activity the invoke proxy records
+//! ([`activity`]), and a request for a function at zero waits for it
+//! ([`activator`]). See `docs/kubernetes.md`.
 //!
 //! Children live in `sless-fn-<ns>`, not in the user namespace of their
 //! owner, so they carry owner labels instead of owner references; controllers
 //! watch them by label and delete them in their finalizers.
 
+pub mod activator;
+pub mod activity;
 pub mod args;
 pub mod backend;
 pub mod build;
@@ -26,6 +31,7 @@ pub mod leader;
 pub mod metrics;
 pub mod names;
 pub mod objstore;
+pub mod scale;
 pub mod service;
 pub mod trigger;
 
@@ -77,6 +83,11 @@ pub struct KubeOptions {
     pub registry_secret: Option<String>,
     /// The namespace the operator runs in.
     pub operator_namespace: String,
+    /// The operator's own Service in `operator_namespace`: http triggers of
+    /// functions that scale to zero are routed through it.
+    pub operator_service: String,
+    /// The port of `operator_service`.
+    pub operator_service_port: u16,
     /// Name of a secret in the operator's namespace with `AWS_ACCESS_KEY_ID`
     /// and `AWS_SECRET_ACCESS_KEY` for kaniko, copied into deploy namespaces.
     pub object_store_secret: String,
@@ -118,6 +129,8 @@ impl KubeOptions {
             registry_insecure: false,
             registry_secret: Some("regcred".into()),
             operator_namespace: "sless-system".into(),
+            operator_service: "sless-operator".into(),
+            operator_service_port: 80,
             object_store_secret: "sless-s3".into(),
             s3: S3Options {
                 endpoint: Some("http://minio.sless-system:9000".into()),

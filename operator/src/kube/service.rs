@@ -136,7 +136,7 @@ async fn apply(s: Arc<SlessService>, ctx: Arc<Ctx>) -> Result<Action, KubeError>
     };
     let deployment =
         builders::service_deployment(&ctx.opts, &w, &s.spec.command, &s.spec.health_path);
-    let ready = roll_out(&ctx, &w, &deployment, &mut st).await?;
+    let ready = roll_out(&ctx, &w, &deployment, &mut st, false).await?.ready;
     if ready && old.phase.as_deref() != Some("Ready") {
         ctx.event(
             s.as_ref(),

@@ -18,9 +18,18 @@
 //! finished Job, and `nextRunAt` is computed from the schedule in UTC
 //! ([`observe_runs`], [`next_run_at`]). Kubernetes does not report ticks
 //! skipped by `concurrencyPolicy: Forbid`, so nothing counts them.
+//!
+//! Scale to zero: an http trigger of a function with `min_instances = 0`
+//! is routed through the operator (an Ingress in the operator's namespace
+//! to its Service, whose proxy wakes the function); with `min_instances = 1`
+//! straight to the function's pods as above. The route follows a change of
+//! `min_instances` at the next reconcile (at most [`REQUEUE_ACTIVE`]). A
+//! cron trigger's CronJob always calls the function's Service; for a
+//! function that scales to zero the controller wakes it ahead of each run
+//! ([`scale::cron_warm`]).
 
 use super::KubeError;
-use super::builders;
+use super::builders::{self, HttpRoute};
 use super::controller_util::{
     Controlled, Reconciled, delete_if_present, patch_status, reconcile_with_finalizer,
     status_changed,
@@ -28,6 +37,7 @@ use super::controller_util::{
 use super::crd::{CountedRun, Function, Trigger, TriggerRunStatus, TriggerStatus};
 use super::function::{Ctx, job_outcome, set_condition};
 use super::names::{self, FIELD_MANAGER, OwnerKind};
+use super::scale;
 use chrono::{DateTime, SecondsFormat, Utc};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Service;
@@ -261,6 +271,7 @@ async fn apply(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
     if !t.spec.enabled {
         if is_http {
             delete_http_children(&ctx, &deploy_ns, &child).await?;
+            delete_operator_ingress(&ctx, &ns, &name).await?;
         } else if let Some(Ok(cj)) = &cron {
             Api::<CronJob>::namespaced(ctx.client.clone(), &deploy_ns)
                 .patch(&child, &pp, &Patch::Apply(cj))
@@ -306,14 +317,36 @@ async fn apply(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
         return Ok(Action::requeue(REQUEUE_WAITING));
     }
 
+    // Ready, so it exists.
+    let Some(function) = target else {
+        return Err(KubeError::Incomplete("function"));
+    };
+    let mut requeue = REQUEUE_ACTIVE;
     if is_http {
-        let (svc, ing) = builders::http_trigger(&ctx.opts, &ns, &name, &t.spec.function);
-        Api::<Service>::namespaced(ctx.client.clone(), &deploy_ns)
-            .patch(&child, &pp, &Patch::Apply(&svc))
-            .await?;
-        Api::<Ingress>::namespaced(ctx.client.clone(), &deploy_ns)
-            .patch(&child, &pp, &Patch::Apply(&ing))
-            .await?;
+        // The new route is applied before the old one is removed.
+        match HttpRoute::for_min_instances(function.spec.min_instances) {
+            HttpRoute::Direct => {
+                let (svc, ing) = builders::http_trigger(&ctx.opts, &ns, &name, &t.spec.function);
+                Api::<Service>::namespaced(ctx.client.clone(), &deploy_ns)
+                    .patch(&child, &pp, &Patch::Apply(&svc))
+                    .await?;
+                Api::<Ingress>::namespaced(ctx.client.clone(), &deploy_ns)
+                    .patch(&child, &pp, &Patch::Apply(&ing))
+                    .await?;
+                delete_operator_ingress(&ctx, &ns, &name).await?;
+            }
+            HttpRoute::ViaOperator => {
+                let ing = builders::operator_trigger_ingress(&ctx.opts, &ns, &name);
+                Api::<Ingress>::namespaced(ctx.client.clone(), &ctx.opts.operator_namespace)
+                    .patch(
+                        &builders::operator_ingress_name(&ns, &name),
+                        &pp,
+                        &Patch::Apply(&ing),
+                    )
+                    .await?;
+                delete_http_children(&ctx, &deploy_ns, &child).await?;
+            }
+        }
     } else {
         // No schedule (an unsupported one was answered above).
         let (Some(schedule), Some(Ok(cj))) = (&t.spec.schedule, &cron) else {
@@ -328,6 +361,12 @@ async fn apply(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
             .await?;
         record_runs(&ctx, &ns, &name, &mut st).await;
         st.next_run_at = next_run_at(schedule, Utc::now());
+        if function.spec.min_instances == 0
+            && let Some(wait) =
+                warm_for_next_run(&ctx, &function, st.next_run_at.as_deref()).await?
+        {
+            requeue = requeue.min(wait);
+        }
     }
     st.phase = Some("Active".into());
     st.message = None;
@@ -350,7 +389,51 @@ async fn apply(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
         .await;
     }
     patch_status(&api, &name, &old, &st).await?;
-    Ok(Action::requeue(REQUEUE_ACTIVE))
+    Ok(Action::requeue(requeue))
+}
+
+/// Keeps a function that scales to zero running for a cron run: within
+/// [`scale::CRON_WARM_LEAD`] of `next_run` its [`scale::KEEP_UNTIL`]
+/// annotation is moved to the run's end (a merge patch, only when that is
+/// later than the recorded one), which makes the Function controller scale
+/// it up before the CronJob calls it. Returns when to look again (the start
+/// of the lead), if that is before the usual requeue.
+async fn warm_for_next_run(
+    ctx: &Ctx,
+    function: &Function,
+    next_run: Option<&str>,
+) -> Result<Option<Duration>, KubeError> {
+    let now = Timestamp::now();
+    let next = next_run.and_then(|n| n.parse::<Timestamp>().ok());
+    let (keep, wait) = scale::cron_warm(next, now, function.spec.timeout_sec);
+    if let Some(keep) = keep
+        && scale::keep_until(function.metadata.annotations.as_ref(), now).is_none_or(|k| k < keep)
+    {
+        let ns = function
+            .namespace()
+            .ok_or(KubeError::Incomplete("namespace"))?;
+        let patch = serde_json::json!({
+            "metadata": { "annotations": { scale::KEEP_UNTIL: keep.to_string() } }
+        });
+        Api::<Function>::namespaced(ctx.client.clone(), &ns)
+            .patch(
+                &function.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await?;
+    }
+    Ok(wait)
+}
+
+/// Deletes the Ingress of an http trigger routed through the operator (in
+/// the operator's namespace); tolerates it being gone already.
+async fn delete_operator_ingress(ctx: &Ctx, ns: &str, trigger: &str) -> Result<(), KubeError> {
+    delete_if_present(
+        &Api::<Ingress>::namespaced(ctx.client.clone(), &ctx.opts.operator_namespace),
+        &builders::operator_ingress_name(ns, trigger),
+    )
+    .await
 }
 
 /// Deletes the Ingress and Service of an http trigger (its child `child` in
@@ -375,6 +458,7 @@ async fn cleanup(t: Arc<Trigger>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
     let deploy_ns = names::deploy_namespace(&ns);
     let child = names::workload_name(OwnerKind::Trigger, &t.name_any());
     delete_http_children(&ctx, &deploy_ns, &child).await?;
+    delete_operator_ingress(&ctx, &ns, &t.name_any()).await?;
     delete_if_present(
         &Api::<CronJob>::namespaced(ctx.client.clone(), &deploy_ns),
         &child,
