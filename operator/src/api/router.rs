@@ -142,12 +142,14 @@ async fn method_not_allowed() -> ApiFailure {
 }
 
 /// True for the paths whose calls go to a function or service (invoke
-/// endpoints, `/t/…`, `/s/…`): the hot path, recorded in the invocation log,
+/// endpoints, `/t/…`, `/s/…`, `/<ns>/<trigger>`): the hot path, recorded in the invocation log,
 /// logged per request only at DEBUG.
 fn is_proxied(path: &str) -> bool {
-    path.starts_with("/t/")
-        || path.starts_with("/s/")
-        || (path.starts_with(sless_wire::paths::API_PREFIX) && path.contains("/invoke"))
+    if path.starts_with(sless_wire::paths::API_PREFIX) {
+        return path.contains("/invoke");
+    }
+    // `/t/…`, `/s/…`, and the kube Ingress form `/<ns>/<trigger>[/…]`.
+    !path.starts_with(sless_wire::paths::FUNCS) && path.trim_start_matches('/').contains('/')
 }
 
 /// Logs every request: method, path (never headers or query: `/funcs?token=`
@@ -168,4 +170,34 @@ async fn log_requests(req: Request, next: Next) -> Response {
         tracing::info!(%method, %path, status, elapsed_ms, "request");
     }
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_proxied;
+
+    #[test]
+    fn calls_to_functions_are_told_from_api_requests() {
+        for p in [
+            "/t/ns/trig",
+            "/t/ns/trig/a/b",
+            "/s/ns/svc",
+            "/ns/trig",
+            "/ns/trig/x",
+            "/v1/namespaces/ns/functions/f/invoke",
+            "/v1/namespaces/ns/functions/f/invoke/x",
+        ] {
+            assert!(is_proxied(p), "{p}");
+        }
+        for p in [
+            "/v1/namespaces/ns/functions",
+            "/v1/namespaces/ns/functions/f",
+            "/funcs",
+            "/funcs/ns",
+            "/healthz",
+            "/",
+        ] {
+            assert!(!is_proxied(p), "{p}");
+        }
+    }
 }
