@@ -275,6 +275,12 @@ async fn functions_survive_process_kills_and_operator_crashes() {
     .await;
     let (_, f) = c.get("py").await;
     assert!(f["status"]["restarts"].as_u64().unwrap() >= 1, "{f}");
+    // The answer may have come from the killed sandbox's last moments (its
+    // exit is counted before the restart's pid file is written): wait for it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pid_of(&op, &c.namespace, "py") == pid && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert_ne!(pid_of(&op, &c.namespace, "py"), pid);
 
     // kill -9 the operator: no function process is left behind ...

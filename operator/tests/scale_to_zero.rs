@@ -66,6 +66,19 @@ async fn create(c: &Client, name: &str, extra: Value) -> Value {
     c.wait_phase(name, Phase::Ready, READY).await
 }
 
+/// PATCHes the function with `body`; returns the updated function (200 required).
+async fn patch(c: &Client, name: &str, body: Value) -> Value {
+    let (code, f) = c
+        .call(
+            Method::PATCH,
+            &paths::function(&c.namespace, name),
+            Some(body),
+        )
+        .await;
+    assert_eq!(code, 200, "patch {name}: {f}");
+    f
+}
+
 async fn invoke_json(c: &Client, name: &str) -> Value {
     let (code, text) = c.invoke(name, &json!({})).await;
     assert_eq!(code, 200, "invoke {name}: {text}");
@@ -309,14 +322,7 @@ async fn idle_zygotes_and_warm_node_processes_stop_and_come_back_on_demand() {
     // "busy" is forked from the zygote and kept up: the zygote outlives its
     // idle time while it has a running child (its children die with it).
     let forked = invoke_json(&c, "busy").await;
-    let (code, f) = c
-        .call(
-            Method::PATCH,
-            &paths::function(&c.namespace, "busy"),
-            Some(json!({"idle_timeout_sec": 120})),
-        )
-        .await;
-    assert_eq!(code, 200, "{f}");
+    patch(&c, "busy", json!({"idle_timeout_sec": 120})).await;
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert!(
         procs_running(&zygote) > 0,
@@ -395,14 +401,12 @@ async fn min_instances_one_never_stops_and_scaling_changes_need_no_restart() {
     );
 
     // min_instances 1 -> 0: applied in place (same process), then it idles out.
-    let (code, f) = c
-        .call(
-            Method::PATCH,
-            &paths::function(&c.namespace, "always"),
-            Some(json!({"min_instances": 0, "idle_timeout_sec": 2})),
-        )
-        .await;
-    assert_eq!(code, 200, "{f}");
+    let f = patch(
+        &c,
+        "always",
+        json!({"min_instances": 0, "idle_timeout_sec": 2}),
+    )
+    .await;
     assert_eq!(
         f["status"]["phase"], "Ready",
         "no restart for a scaling change: {f}"
@@ -414,14 +418,7 @@ async fn min_instances_one_never_stops_and_scaling_changes_need_no_restart() {
     wait_instances(&c, "always", 0, Duration::from_secs(15)).await;
 
     // min_instances 0 -> 1 at zero: it starts without waiting for a request.
-    let (code, f) = c
-        .call(
-            Method::PATCH,
-            &paths::function(&c.namespace, "always"),
-            Some(json!({"min_instances": 1})),
-        )
-        .await;
-    assert_eq!(code, 200, "{f}");
+    patch(&c, "always", json!({"min_instances": 1})).await;
     wait_instances(&c, "always", 1, Duration::from_secs(15)).await;
     let pid = serving_pid(&op, &c, "always").expect("started without a request");
     assert!(alive(pid));

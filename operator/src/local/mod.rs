@@ -641,7 +641,7 @@ impl Inner {
                 Some(slot) if slot.generation == generation => slot.at_zero = true,
                 _ => return,
             }
-            self.write_status(&key, |s| s.instances = 0);
+            // (`status.instances` reads 0 from the slot: nothing to write.)
             drop(slots);
             self.prewarm(&key.0, runtime, f.spec.memory_mb);
         } else {

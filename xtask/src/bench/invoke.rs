@@ -60,13 +60,7 @@ pub fn run(
 ) -> Result<()> {
     wrk::ensure_installed()?;
     std::fs::create_dir_all(work).map_err(super::error::io("create", work))?;
-    let plain = work.join("post.lua");
-    let authed = work.join("post-auth.lua");
-    wrk::write_script(&plain, &wrk::post_script(BODY, &[]))?;
-    wrk::write_script(
-        &authed,
-        &wrk::post_script(BODY, &[("Authorization", &client.auth)]),
-    )?;
+    let (plain, authed) = wrk::post_scripts(work, BODY, &client.auth)?;
     let mut raw = serde_json::Map::new();
     for f in functions {
         let (_, port) = client.process(&f.name)?;

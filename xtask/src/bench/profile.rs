@@ -163,13 +163,7 @@ pub fn run(report: &mut Report, operator_bin: &Path, work: &Path, quick: bool) -
     let trigger = client.create_http_trigger("prof-t", "prof")?;
     wait_public(&client.addr, &trigger)?;
 
-    let plain = dir.join("post.lua");
-    let authed = dir.join("post-auth.lua");
-    wrk::write_script(&plain, &wrk::post_script(BODY, &[]))?;
-    wrk::write_script(
-        &authed,
-        &wrk::post_script(BODY, &[("Authorization", &client.auth)]),
-    )?;
+    let (plain, authed) = wrk::post_scripts(&dir, BODY, &client.auth)?;
     let invoke_url = format!("http://{}{}", client.addr, client.invoke_path("prof"));
     let trigger_url = format!("http://{}{trigger}", client.addr);
     let warm = Load {

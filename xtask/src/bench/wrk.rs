@@ -1,6 +1,6 @@
 //! Running `wrk` (the Debian package) and reading its report.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::error::{BenchError, Result, io};
@@ -99,6 +99,16 @@ pub fn parse(text: &str) -> Result<WrkResult> {
         non_2xx,
         socket_errors,
     })
+}
+
+/// Writes `post.lua` (POST `body`) and `post-auth.lua` (the same with
+/// `Authorization: auth`) into `dir`; returns their paths in that order.
+pub fn post_scripts(dir: &Path, body: &str, auth: &str) -> Result<(PathBuf, PathBuf)> {
+    let plain = dir.join("post.lua");
+    let authed = dir.join("post-auth.lua");
+    write_script(&plain, &post_script(body, &[]))?;
+    write_script(&authed, &post_script(body, &[("Authorization", auth)]))?;
+    Ok((plain, authed))
 }
 
 /// A wrk Lua script that sends `POST` with a JSON body and the given headers.
