@@ -376,8 +376,6 @@ async function warm() {
   await rehearse();
   const chunks = [];
   const input = process.stdin;
-  // Booted: the operator may now count on this process (the line is never logged).
-  process.stdout.write('SLESS_WARM\n');
   for await (const chunk of input) chunks.push(chunk);
   const text = Buffer.concat(chunks).toString('utf8');
   if (!text) process.exit(1); // the operator went away unassigned

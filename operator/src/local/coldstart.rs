@@ -116,13 +116,12 @@ impl Inner {
         }
         let started = self.node_warm_launch(ns, memory_mb).and_then(|launch| {
             let ns_owned = ns.to_string();
-            let switch = warm::switchable(Arc::new(move |line: &str| {
+            let (switch, sink) = warm::switchable(Arc::new(move |line: &str| {
                 tracing::warn!(namespace = %ns_owned, "warm node process: {line}");
             }));
-            supervisor::spawn(&launch, &self.db, switch.sink).map(|spawned| warm::Member {
+            supervisor::spawn(&launch, &self.db, sink).map(|spawned| warm::Member {
                 spawned,
-                sink: switch.switch,
-                booted: switch.booted,
+                sink: switch,
             })
         });
         match started {

@@ -17,13 +17,8 @@
 
 use super::supervisor::{LineSink, Spawned};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-
-/// The line a warm process prints on stdout once it has booted and waits
-/// for its assignment (never forwarded to a log).
-pub const WARM_LINE: &str = "SLESS_WARM";
 
 /// Most memory sizes one namespace keeps a warm process for.
 pub const SIZES_PER_NAMESPACE: usize = 2;
@@ -34,8 +29,6 @@ pub struct Member {
     pub spawned: Spawned,
     /// Where its output goes; [`Member::route`] points it at a run log.
     pub sink: Arc<Mutex<LineSink>>,
-    /// Set when it printed [`WARM_LINE`]: booted, waiting on stdin.
-    pub booted: Arc<AtomicBool>,
 }
 
 impl Member {
@@ -43,43 +36,18 @@ impl Member {
     pub fn route(&self, sink: LineSink) {
         *self.sink.lock().unwrap_or_else(|p| p.into_inner()) = sink;
     }
-
-    /// True once it has booted and waits for its assignment.
-    pub fn is_booted(&self) -> bool {
-        self.booted.load(Ordering::SeqCst)
-    }
 }
 
-/// What [`switchable`] returns: the switch, the flag [`WARM_LINE`] sets, and
-/// the sink to give the process.
-pub struct Switch {
-    /// Holds where lines go now.
-    pub switch: Arc<Mutex<LineSink>>,
-    /// Set when the process printed [`WARM_LINE`].
-    pub booted: Arc<AtomicBool>,
-    /// The process's sink: forwards to whatever `switch` holds.
-    pub sink: LineSink,
-}
-
-/// A line sink that forwards to whatever the switch holds (initially
-/// `first`), swallowing [`WARM_LINE`] and noting it in the `booted` flag.
-pub fn switchable(first: LineSink) -> Switch {
+/// A line sink that forwards to whatever the returned switch holds
+/// (initially `first`).
+pub fn switchable(first: LineSink) -> (Arc<Mutex<LineSink>>, LineSink) {
     let switch = Arc::new(Mutex::new(first));
-    let booted = Arc::new(AtomicBool::new(false));
-    let (forward, flag) = (switch.clone(), booted.clone());
+    let forward = switch.clone();
     let sink: LineSink = Arc::new(move |line: &str| {
-        if line.trim_end() == WARM_LINE {
-            flag.store(true, Ordering::SeqCst);
-            return;
-        }
         let target = forward.lock().unwrap_or_else(|p| p.into_inner()).clone();
         target(line);
     });
-    Switch {
-        switch,
-        booted,
-        sink,
-    }
+    (switch, sink)
 }
 
 /// A (namespace, memory_mb) entry: its member, if any, and when a cold start
