@@ -416,8 +416,15 @@ async fn function_lifecycle_with_real_terraform() {
 
     // 4b. Scaling settings: an in-place update of just those two attributes
     //     that keeps the running process (no restart, no rebuild).
-    let py_pids = function_pids(&ns, "acc-py");
-    assert_eq!(py_pids.len(), 1, "one acc-py process");
+    //    The code update above replaced the process; the old one may still
+    //    be in its SIGTERM grace period, so wait until it is gone.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut py_pids = function_pids(&ns, "acc-py");
+    while py_pids.len() != 1 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        py_pids = function_pids(&ns, "acc-py");
+    }
+    assert_eq!(py_pids.len(), 1, "one acc-py process: {py_pids:?}");
     let scaled = main_tf("bonjour", None).replacen(
         "  source_dir = \"${path.module}/py\"\n",
         "  source_dir = \"${path.module}/py\"\n  min_instances    = 1\n  idle_timeout_sec = 120\n",
