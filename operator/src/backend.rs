@@ -9,6 +9,7 @@ use sless_wire::function::{FunctionSpec, LogKind, NamespaceInfo};
 use sless_wire::trigger::{Trigger, TriggerSpec, UpdateTrigger};
 use sless_wire::{Function, UpdateFunction};
 use sless_wire::{Job, JobSpec, Service, ServiceSpec, UpdateJob, UpdateService};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Where the invoke proxy sends a request for a function.
@@ -18,7 +19,7 @@ pub struct InvokeTarget {
     pub base_url: String,
     /// The client to reach it with when the shared one cannot (a process
     /// behind a unix socket: the client is bound to that socket).
-    pub client: Option<reqwest::Client>,
+    pub client: Option<crate::api::upstream::Upstream>,
     /// The function's `timeout_sec`: the proxy answers 504 past it.
     pub timeout: Duration,
     /// Held until the answer has been streamed (a function that scales to
@@ -107,6 +108,12 @@ pub trait Backend: Send + Sync + 'static {
     /// Reads one trigger, with its phase as of now.
     async fn get_trigger(&self, _namespace: &str, _name: &str) -> Result<Trigger> {
         Err(triggers_unsupported())
+    }
+
+    /// A trigger's spec alone, for routing its public URL on every call
+    /// (a backend may answer it from memory); the phase is not computed.
+    async fn trigger_spec(&self, namespace: &str, name: &str) -> Result<Arc<TriggerSpec>> {
+        Ok(Arc::new(self.get_trigger(namespace, name).await?.spec))
     }
 
     /// Lists a namespace's triggers sorted by name.

@@ -10,7 +10,7 @@ use http::{Method, Request, StatusCode};
 use kube_mock::{Step, finish, start, status_body};
 use object_store::memory::InMemory;
 use serde_json::{Value, json};
-use sless_operator::api::{AppState, proxy, router};
+use sless_operator::api::{AppState, router, upstream};
 use sless_operator::auth::{LocalKey, Verifier};
 use sless_operator::backend::Backend;
 use sless_operator::config::AuthArgs;
@@ -72,7 +72,7 @@ async fn rest(client: kube::Client) -> Rest {
     let state = AppState {
         backend: Arc::new(backend),
         auth: Arc::new(auth),
-        proxy: proxy::client().unwrap(),
+        proxy: upstream::Upstream::tcp(),
         public_url: "http://operator.test".into(),
     };
     Rest {

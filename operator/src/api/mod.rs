@@ -8,7 +8,8 @@
 //! - [`namespaces`], [`functions`], [`code`], [`logs`], [`invoke`],
 //!   [`invocations`] (the invocation log): handlers.
 //! - [`funcs`]: the HTML page of a namespace (`/funcs/{ns}`, `/funcs?token=`).
-//! - [`proxy`]: the reusable streaming reverse proxy.
+//! - [`proxy`]: the reusable streaming reverse proxy; [`proxy_body`] its
+//!   body wrappers, [`upstream`] its pooled client to function servers.
 //! - [`openapi`]: the generated OpenAPI document.
 //! - [`metrics`]: `/metrics` (Prometheus text format, no auth).
 //! - [`server`]: `sless-operator serve`: bind, serve, shut down gracefully.
@@ -26,12 +27,14 @@ pub mod metrics;
 pub mod namespaces;
 pub mod openapi;
 pub mod proxy;
+pub mod proxy_body;
 pub mod public;
 pub mod public_services;
 pub mod router;
 pub mod server;
 pub mod services;
 pub mod triggers;
+pub mod upstream;
 
 use crate::auth::Verifier;
 use crate::backend::Backend;
@@ -48,7 +51,7 @@ pub struct AppState {
     /// Verifies bearer tokens.
     pub auth: Arc<Verifier>,
     /// The shared HTTP client (connection pool) of the invoke proxy.
-    pub proxy: reqwest::Client,
+    pub proxy: upstream::Upstream,
     /// Base URL used in returned URLs, without a trailing `/`.
     pub public_url: Arc<str>,
 }

@@ -18,19 +18,18 @@
 //! own log lines name the path, never the query string either.
 
 use super::error::ApiFailure;
+use super::proxy_body::{AnswerBody, LimitedBody, Pending, RecordedBody};
+use super::upstream::Upstream;
 use crate::backend::InvokeTarget;
 use crate::invocations::InvocationLog;
 use axum::body::Body;
 use axum::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use futures_util::{Stream, StreamExt};
 use sless_wire::{ErrorCode, Invocation, InvocationSource};
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::task::{Context, Poll};
 use std::time::Instant;
 
 /// The request id header added when a caller sends none.
@@ -103,17 +102,6 @@ impl Record {
             trigger: trigger.map(str::to_string),
         })
     }
-}
-
-/// Builds the shared HTTP client of the proxy: one connection pool for all
-/// invocations, no redirects followed, no proxies from the environment.
-pub fn client() -> reqwest::Result<reqwest::Client> {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .pool_idle_timeout(std::time::Duration::from_secs(30))
-        .pool_max_idle_per_host(64)
-        .build()
 }
 
 /// Removes hop-by-hop headers, and the headers the `Connection` header names.
@@ -203,29 +191,39 @@ fn new_request_id() -> String {
 /// past the body limit; every answer carries the request id. With a
 /// [`Record`], the call is recorded in the invocation log when the answer
 /// has been streamed (or dropped).
-pub async fn forward(
-    client: &reqwest::Client,
-    target: &InvokeTarget,
-    mut req: ProxyRequest,
-) -> Response {
+pub async fn forward(client: &Upstream, target: &InvokeTarget, mut req: ProxyRequest) -> Response {
     let started = Instant::now();
     let record = req.record.take();
     let time = record
         .as_ref()
         .map(|_| chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
     let request_id = request_id(&mut req.headers);
-    let method = req.method.to_string();
-    let path = req.path.clone();
+    let method = record.as_ref().map(|_| req.method.to_string());
+    let path = record.as_ref().map(|_| req.path.clone());
     let declared = super::extract::content_length(&req.headers);
     let sent = Arc::new(AtomicU64::new(0));
-    let mut resp = exchange(client, target, req, started, &request_id, sent.clone()).await;
-    if !resp.headers().contains_key(REQUEST_ID)
+    let answer = exchange(client, target, req, &request_id, sent.clone()).await;
+    let (mut parts, answer) = match answer {
+        Ok(resp) => {
+            let (parts, body) = resp.into_parts();
+            (parts, Ok(body))
+        }
+        // The operator's own answer (an error): complete already.
+        Err(resp) => {
+            let (parts, body) = resp.into_parts();
+            (parts, Err(body))
+        }
+    };
+    if !parts.headers.contains_key(REQUEST_ID)
         && let Ok(v) = HeaderValue::from_str(&request_id)
     {
-        resp.headers_mut().insert(REQUEST_ID, v);
+        parts.headers.insert(REQUEST_ID, v);
     }
     let Some(record) = record else {
-        return resp;
+        return match answer {
+            Ok(body) => Response::from_parts(parts, Body::new(body)),
+            Err(body) => Response::from_parts(parts, body),
+        };
     };
     let pending = Pending {
         log: record.log,
@@ -235,9 +233,9 @@ pub async fn forward(
             function: record.function,
             source: record.source,
             trigger: record.trigger,
-            method,
-            path,
-            status: resp.status().as_u16(),
+            method: method.unwrap_or_default(),
+            path: path.unwrap_or_default(),
+            status: parts.status.as_u16(),
             duration_ms: 0,
             request_id,
             request_bytes: None,
@@ -247,39 +245,26 @@ pub async fn forward(
         declared,
         sent,
     };
-    let (parts, body) = resp.into_parts();
-    match axum::body::HttpBody::size_hint(&body).exact() {
-        // The operator's own answer (an error): complete already.
-        Some(n) => {
-            pending.finish(n);
-            Response::from_parts(parts, body)
-        }
-        None => {
-            let body = Body::from_stream(Recorded {
-                inner: body.into_data_stream(),
-                bytes: 0,
-                pending: Some(pending),
-            });
+    match answer {
+        Ok(body) => Response::from_parts(parts, Body::new(RecordedBody::new(body, pending))),
+        Err(body) => {
+            pending.finish(axum::body::HttpBody::size_hint(&body).exact().unwrap_or(0));
             Response::from_parts(parts, body)
         }
     }
 }
 
 /// The exchange with the function: `req.headers` already carry `request_id`;
-/// `sent` counts the body bytes forwarded.
+/// `sent` counts the body bytes forwarded. The function's answer, or the
+/// operator's own (an error) as `Err`.
 async fn exchange(
-    client: &reqwest::Client,
+    client: &Upstream,
     target: &InvokeTarget,
     req: ProxyRequest,
-    started: Instant,
     request_id: &str,
     sent: Arc<AtomicU64>,
-) -> Response {
-    let mut url = format!("{}{}", target.base_url.trim_end_matches('/'), req.path);
-    if let Some(q) = req.query.as_deref().filter(|q| !q.is_empty()) {
-        url.push('?');
-        url.push_str(q);
-    }
+) -> Result<axum::http::Response<AnswerBody>, Response> {
+    let deadline = tokio::time::Instant::now() + target.timeout;
     const WHAT: &str = "the request body";
     if let Some(limit) = req.body_limit
         && super::extract::content_length(&req.headers).is_some_and(|n| n > limit as u64)
@@ -287,168 +272,99 @@ async fn exchange(
         // Declared too large: read (a bounded amount of) it so the client
         // sees the 413 rather than a reset, and forward nothing.
         let _ = super::extract::read_limited(req.body, limit, WHAT, |_| {}).await;
-        return ApiFailure::too_large(WHAT, limit).into_response();
+        return Err(ApiFailure::too_large(WHAT, limit).into_response());
     }
-    let (headers, _) = upstream_headers(req.headers, req.client_addr);
-    let empty = axum::body::HttpBody::size_hint(&req.body).exact() == Some(0);
-    let over_limit = Arc::new(AtomicBool::new(false));
-    let client = target.client.as_ref().unwrap_or(client);
-    let mut builder = client
-        .request(req.method.clone(), &url)
-        .headers(headers)
-        .timeout(target.timeout);
-    if !empty {
-        builder = builder.body(reqwest::Body::wrap_stream(limited(
-            req.body,
-            req.body_limit,
-            over_limit.clone(),
-            sent,
-        )));
-    }
-    let resp = match builder.send().await {
-        Ok(r) => r,
-        Err(_) if over_limit.load(Ordering::Relaxed) => {
-            // A streamed (chunked) body went past the limit: the upstream
-            // request was cut off there.
-            let limit = req.body_limit.unwrap_or_default();
-            return ApiFailure::too_large(WHAT, limit).into_response();
-        }
+    let uri = match upstream_uri(&target.base_url, &req.path, req.query.as_deref()) {
+        Ok(uri) => uri,
         Err(e) => {
-            // Logged without the URL: its query string may hold secrets.
-            let e = e.without_url();
-            let failure = upstream_failure(&e, target);
-            tracing::warn!(
+            return Err(ApiFailure::new(
+                StatusCode::BAD_GATEWAY,
+                ErrorCode::UpstreamFailed,
+                format!("cannot form the function's URL: {e}"),
+            )
+            .into_response());
+        }
+    };
+    let (headers, _) = upstream_headers(req.headers, req.client_addr);
+    let over_limit = Arc::new(AtomicBool::new(false));
+    let body = LimitedBody::new(req.body, req.body_limit, over_limit.clone(), sent);
+    let mut upstream_req = axum::http::Request::new(body);
+    *upstream_req.method_mut() = req.method.clone();
+    *upstream_req.uri_mut() = uri;
+    *upstream_req.headers_mut() = headers;
+    let client = target.client.as_ref().unwrap_or(client);
+    let sent = tokio::time::timeout_at(deadline, client.request(upstream_req)).await;
+    let failure = match sent {
+        Ok(Ok(resp)) => {
+            let (mut parts, body) = resp.into_parts();
+            strip_hop_by_hop(&mut parts.headers);
+            tracing::debug!(
                 method = %req.method,
                 upstream = %target.base_url,
                 path = %req.path,
                 request_id = %request_id,
-                status = failure.status.as_u16(),
-                error = %error_chain(&e),
-                "invoke failed"
+                status = parts.status.as_u16(),
+                "invoked"
             );
-            return failure.into_response();
+            let body = AnswerBody::new(body, deadline, target.lease.clone());
+            return Ok(axum::http::Response::from_parts(parts, body));
         }
+        // A streamed (chunked) body went past the limit: the upstream
+        // request was cut off there.
+        _ if over_limit.load(Ordering::Relaxed) => {
+            let limit = req.body_limit.unwrap_or_default();
+            return Err(ApiFailure::too_large(WHAT, limit).into_response());
+        }
+        Ok(Err(e)) => (upstream_failure(&e), error_chain(&e)),
+        Err(_) => (timed_out(target), "timed out".to_string()),
     };
-    let status = resp.status();
-    let mut out_headers = resp.headers().clone();
-    strip_hop_by_hop(&mut out_headers);
-    tracing::debug!(
+    // Logged without the URL: its query string may hold secrets.
+    let (failure, error) = failure;
+    tracing::warn!(
         method = %req.method,
         upstream = %target.base_url,
         path = %req.path,
         request_id = %request_id,
-        status = status.as_u16(),
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "invoked"
+        status = failure.status.as_u16(),
+        error = %error,
+        "invoke failed"
     );
-    // The lease (if any) lives as long as the answer's stream.
-    let lease = target.lease.clone();
-    let stream = resp.bytes_stream().map(move |chunk| {
-        let _in_flight = &lease;
-        chunk
-    });
-    let mut response = Response::new(Body::from_stream(stream));
-    *response.status_mut() = status;
-    *response.headers_mut() = out_headers;
-    response
+    Err(failure.into_response())
 }
 
-/// The body as a stream that counts the bytes passed in `sent` and fails
-/// (setting `over`) once more than `limit` bytes have passed.
-fn limited(
-    body: Body,
-    limit: Option<usize>,
-    over: Arc<AtomicBool>,
-    sent: Arc<AtomicU64>,
-) -> impl Stream<Item = Result<bytes::Bytes, axum::Error>> + Send + 'static {
-    let mut seen = 0usize;
-    body.into_data_stream().map(move |chunk| {
-        let chunk = chunk?;
-        seen = seen.saturating_add(chunk.len());
-        sent.store(seen as u64, Ordering::Relaxed);
-        if limit.is_some_and(|l| seen > l) {
-            over.store(true, Ordering::Relaxed);
-            return Err(axum::Error::new(std::io::Error::other(
-                "the request body is over the limit",
-            )));
-        }
-        Ok(chunk)
-    })
-}
-
-/// A call whose record is written once its answer is complete.
-struct Pending {
-    log: InvocationLog,
-    invocation: Invocation,
-    started: Instant,
-    declared: Option<u64>,
-    sent: Arc<AtomicU64>,
-}
-
-impl Pending {
-    fn finish(mut self, response_bytes: u64) {
-        let inv = &mut self.invocation;
-        inv.duration_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        inv.request_bytes = Some(
-            self.declared
-                .unwrap_or_else(|| self.sent.load(Ordering::Relaxed)),
-        );
-        inv.response_bytes = Some(response_bytes);
-        self.log.record(self.invocation);
+/// `base_url` + `path` + `?query` as a request URI.
+fn upstream_uri(
+    base_url: &str,
+    path: &str,
+    query: Option<&str>,
+) -> Result<axum::http::Uri, axum::http::uri::InvalidUri> {
+    let base = base_url.trim_end_matches('/');
+    let query = query.filter(|q| !q.is_empty());
+    let mut uri = String::with_capacity(base.len() + path.len() + query.map_or(0, |q| q.len() + 1));
+    uri.push_str(base);
+    uri.push_str(path);
+    if let Some(q) = query {
+        uri.push('?');
+        uri.push_str(q);
     }
+    axum::http::Uri::try_from(uri)
 }
 
-/// A response body that counts its bytes and records the call when it ends,
-/// fails, or is dropped (the caller went away).
-struct Recorded<S> {
-    inner: S,
-    bytes: u64,
-    pending: Option<Pending>,
-}
-
-impl<S> Recorded<S> {
-    fn finish(&mut self) {
-        if let Some(p) = self.pending.take() {
-            p.finish(self.bytes);
-        }
-    }
-}
-
-impl<S> Stream for Recorded<S>
-where
-    S: Stream<Item = Result<bytes::Bytes, axum::Error>> + Unpin,
-{
-    type Item = Result<bytes::Bytes, axum::Error>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
-        let item = std::task::ready!(this.inner.poll_next_unpin(cx));
-        match &item {
-            Some(Ok(chunk)) => this.bytes = this.bytes.saturating_add(chunk.len() as u64),
-            Some(Err(_)) | None => this.finish(),
-        }
-        Poll::Ready(item)
-    }
-}
-
-impl<S> Drop for Recorded<S> {
-    fn drop(&mut self) {
-        self.finish();
-    }
+/// The answer when the function did not answer within its timeout.
+fn timed_out(target: &InvokeTarget) -> ApiFailure {
+    ApiFailure::new(
+        StatusCode::GATEWAY_TIMEOUT,
+        ErrorCode::UpstreamTimeout,
+        format!(
+            "the function did not answer within its timeout of {} s",
+            target.timeout.as_secs_f64()
+        ),
+    )
 }
 
 /// The answer for a failed upstream request.
-fn upstream_failure(e: &reqwest::Error, target: &InvokeTarget) -> ApiFailure {
-    if e.is_timeout() {
-        ApiFailure::new(
-            StatusCode::GATEWAY_TIMEOUT,
-            ErrorCode::UpstreamTimeout,
-            format!(
-                "the function did not answer within its timeout of {} s",
-                target.timeout.as_secs_f64()
-            ),
-        )
-    } else if e.is_connect() {
+fn upstream_failure(e: &hyper_util::client::legacy::Error) -> ApiFailure {
+    if e.is_connect() {
         ApiFailure::new(
             StatusCode::BAD_GATEWAY,
             ErrorCode::UpstreamFailed,
@@ -561,7 +477,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(async move { axum::serve(listener, app).await });
-        let client = client().unwrap();
+        let client = Upstream::tcp();
         let record = |trigger: Option<&str>| {
             Some(Record {
                 log: log.clone(),
@@ -663,7 +579,7 @@ mod tests {
 
     #[tokio::test]
     async fn refused_connection_is_502_and_slow_function_504() {
-        let client = client().unwrap();
+        let client = Upstream::tcp();
         // A port with nothing listening: bind, note the port, close.
         let port = {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -113,26 +113,26 @@ async fn serve_trigger(
         Ok(v) => v,
         Err(f) => return f.into_response(),
     };
-    let t = match state.backend.get_trigger(&ns, &name).await {
-        Ok(t) => t,
+    let spec = match state.backend.trigger_spec(&ns, &name).await {
+        Ok(spec) => spec,
         Err(crate::Error::Unsupported(_)) => {
             return ApiFailure::not_found(format!("no trigger {name:?} in namespace {ns:?}"))
                 .into_response();
         }
         Err(e) => return ApiFailure::from(e).into_response(),
     };
-    if t.spec.trigger_type != TriggerType::Http {
+    if spec.trigger_type != TriggerType::Http {
         return ApiFailure::not_found(format!(
             "trigger {name:?} is a {} trigger: it has no public URL",
-            t.spec.trigger_type.as_str()
+            spec.trigger_type.as_str()
         ))
         .into_response();
     }
-    if !t.spec.enabled {
+    if !spec.enabled {
         return ApiFailure::not_found(format!("trigger {name:?} is disabled (enabled = false)"))
             .into_response();
     }
-    let target = match state.backend.invoke_target(&ns, &t.spec.function).await {
+    let target = match state.backend.invoke_target(&ns, &spec.function).await {
         Ok(target) => target,
         Err(e) => return ApiFailure::from(e).into_response(),
     };
@@ -140,7 +140,7 @@ async fn serve_trigger(
     let limit = Some(sless_wire::limits::INVOKE_BODY_MAX_BYTES);
     let record = Record::installed(
         &ns,
-        &t.spec.function,
+        &spec.function,
         InvocationSource::HttpTrigger,
         Some(&name),
     );

@@ -2,7 +2,7 @@
 //! down gracefully on SIGTERM/SIGINT (stop accepting, let in-flight requests
 //! finish for a while, stop the backend's processes).
 
-use super::{AppState, proxy, router};
+use super::{AppState, router, upstream};
 use crate::auth::{SetupError, Verifier};
 use crate::backend::Backend;
 use crate::config::{BackendKind, ServeArgs};
@@ -37,9 +37,6 @@ pub enum ServeError {
     /// The backend failed to start.
     #[error("backend: {0}")]
     Backend(#[from] crate::Error),
-    /// The HTTP client of the proxy could not be built.
-    #[error("HTTP client: {0}")]
-    Http(#[from] reqwest::Error),
     /// `--public-url` is not an http(s) URL.
     #[error("--public-url {0:?} must start with http:// or https://")]
     PublicUrl(String),
@@ -106,7 +103,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     let state = AppState {
         backend: backend.clone(),
         auth: Arc::new(auth),
-        proxy: proxy::client()?,
+        proxy: upstream::Upstream::tcp(),
         public_url: public_url.trim_end_matches('/').into(),
     };
     let app = router(state);

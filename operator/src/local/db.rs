@@ -16,8 +16,9 @@ use serde::de::DeserializeOwned;
 use sless_wire::function::{FunctionSpec, FunctionStatus};
 use sless_wire::trigger::{Trigger, TriggerSpec, TriggerStatus};
 use sless_wire::{Function, paths};
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Current schema version, stored in `schema_version`.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -71,6 +72,9 @@ CREATE TABLE IF NOT EXISTS triggers (
 #[derive(Debug)]
 pub struct Db {
     conn: Mutex<Connection>,
+    /// Trigger specs by namespace and name, for routing public trigger URLs
+    /// without a database read (see [`Db::trigger_spec`]).
+    trigger_specs: Mutex<HashMap<String, HashMap<String, Arc<TriggerSpec>>>>,
 }
 
 /// The current time as RFC 3339 (seconds).
@@ -223,6 +227,7 @@ impl Db {
         }
         Ok(Db {
             conn: Mutex::new(conn),
+            trigger_specs: Mutex::new(HashMap::new()),
         })
     }
 
@@ -354,7 +359,50 @@ impl Db {
 
     /// Inserts a new trigger; `AlreadyExists` when the name is taken.
     pub fn insert_trigger(&self, t: &Trigger) -> Result<()> {
-        self.insert_row(t)
+        let res = self.insert_row(t);
+        self.forget_trigger_spec(&t.namespace, &t.name);
+        res
+    }
+
+    /// A trigger's spec, `None` when missing: from memory after the first
+    /// read (every public trigger call needs it). Only existing triggers are
+    /// kept, so the map is as large as the trigger table at most. The miss
+    /// path reads and fills under the connection's lock and every write of
+    /// a trigger's spec forgets it after writing, so a read can never put
+    /// back a spec a write replaced.
+    pub fn trigger_spec(&self, ns: &str, name: &str) -> Result<Option<Arc<TriggerSpec>>> {
+        if let Some(spec) = self.specs().get(ns).and_then(|m| m.get(name)) {
+            return Ok(Some(spec.clone()));
+        }
+        let conn = self.conn();
+        let raw = conn
+            .prepare_cached(&select::<Trigger>("WHERE namespace = ?1 AND name = ?2"))?
+            .query_row(params![ns, name], read_row)
+            .optional()?;
+        let Some(t) = raw.map(decode::<Trigger>).transpose()? else {
+            return Ok(None);
+        };
+        let spec = Arc::new(t.spec);
+        self.specs()
+            .entry(ns.to_string())
+            .or_default()
+            .insert(name.to_string(), spec.clone());
+        drop(conn);
+        Ok(Some(spec))
+    }
+
+    fn specs(&self) -> MutexGuard<'_, HashMap<String, HashMap<String, Arc<TriggerSpec>>>> {
+        self.trigger_specs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn forget_trigger_spec(&self, ns: &str, name: &str) {
+        let mut specs = self.specs();
+        if let Some(m) = specs.get_mut(ns) {
+            m.remove(name);
+            if m.is_empty() {
+                specs.remove(ns);
+            }
+        }
     }
 
     /// Reads one trigger, `None` when missing.
@@ -374,6 +422,7 @@ impl Db {
             "UPDATE triggers SET spec = ?3, updated_at = ?4 WHERE namespace = ?1 AND name = ?2",
             params![t.namespace, t.name, spec, t.updated_at],
         )?;
+        self.forget_trigger_spec(&t.namespace, &t.name);
         Ok(n == 1)
     }
 
@@ -408,7 +457,9 @@ impl Db {
 
     /// Deletes a trigger; false when it did not exist.
     pub fn delete_trigger(&self, ns: &str, name: &str) -> Result<bool> {
-        self.delete_row::<Trigger>(ns, name)
+        let deleted = self.delete_row::<Trigger>(ns, name);
+        self.forget_trigger_spec(ns, name);
+        deleted
     }
 
     /// True when any function's (or job's, service's) status names this code.
@@ -595,6 +646,45 @@ mod tests {
                 .unwrap()
         );
         assert!(db.get_trigger("sless-1", "t").unwrap().is_none());
+    }
+
+    /// The in-memory trigger specs that route public URLs never answer with
+    /// a spec a write replaced: an update, a disable, a delete and a
+    /// re-create are each seen by the next read.
+    #[test]
+    fn cached_trigger_specs_follow_every_write() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = Db::open(&tmp.path().join("state.db")).unwrap();
+        assert!(db.trigger_spec("sless-1", "t").unwrap().is_none());
+        let t = trigger("sless-1", "t");
+        db.insert_trigger(&t).unwrap();
+        let spec = db.trigger_spec("sless-1", "t").unwrap().unwrap();
+        assert!(spec.enabled, "a miss after the insert reads the row");
+        assert!(Arc::ptr_eq(
+            &spec,
+            &db.trigger_spec("sless-1", "t").unwrap().unwrap()
+        ));
+
+        let mut changed = t.clone();
+        changed.spec.enabled = false;
+        changed.spec.function = "g".into();
+        assert!(db.save_trigger_spec(&changed).unwrap());
+        let spec = db.trigger_spec("sless-1", "t").unwrap().unwrap();
+        assert!(!spec.enabled, "the disable is seen at once");
+        assert_eq!(spec.function, "g");
+
+        assert!(db.delete_trigger("sless-1", "t").unwrap());
+        assert!(
+            db.trigger_spec("sless-1", "t").unwrap().is_none(),
+            "a deleted trigger's URL stops routing"
+        );
+        db.insert_trigger(&t).unwrap();
+        let spec = db.trigger_spec("sless-1", "t").unwrap().unwrap();
+        assert_eq!(spec.function, "f", "a re-created trigger has its new spec");
+        assert!(
+            db.trigger_spec("sless-2", "t").unwrap().is_none(),
+            "namespaces stay apart"
+        );
     }
 
     /// A `state.db` written before the trigger table moved into this module

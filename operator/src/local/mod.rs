@@ -974,6 +974,10 @@ impl Backend for LocalBackend {
         self.inner.triggers.get(&self.inner, namespace, name)
     }
 
+    async fn trigger_spec(&self, namespace: &str, name: &str) -> Result<Arc<TriggerSpec>> {
+        self.inner.triggers.spec(namespace, name)
+    }
+
     async fn list_triggers(&self, namespace: &str) -> Result<Vec<Trigger>> {
         self.inner.triggers.list(&self.inner, namespace)
     }

@@ -7,6 +7,7 @@ use super::build::pump_lines;
 use super::db::Db;
 use super::process::{GroupGuard, isolate, isolate_sandboxed, rss_kib, signal_group};
 use super::sandbox::{self, Plan, Prepared, Sandbox};
+use crate::api::upstream::Upstream;
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -95,7 +96,7 @@ pub struct Proc {
     pub started: Instant,
     exited: watch::Receiver<Option<String>>,
     /// Bound to the process's unix socket (sandboxed servers).
-    client: Option<reqwest::Client>,
+    client: Option<Upstream>,
     /// Its sandbox's cgroup and socket dir (dropped after the guard).
     _guard: GroupGuard,
     sandboxed: Option<Arc<Prepared>>,
@@ -124,8 +125,8 @@ impl Proc {
         }
     }
 
-    /// The HTTP client bound to the process's unix socket, if it has one.
-    pub fn client(&self) -> Option<reqwest::Client> {
+    /// The proxy's client bound to the process's unix socket, if it has one.
+    pub fn client(&self) -> Option<Upstream> {
         self.client.clone()
     }
 
@@ -559,7 +560,7 @@ impl Spawned {
     /// The process as a running [`Proc`] on `port`, under the memory watchdog.
     pub fn into_proc(self, port: u16, launch: &Launch) -> Arc<Proc> {
         let client = if launch.sandbox.as_ref().is_some_and(|s| s.serves) {
-            self.socket_client()
+            self.socket_path().map(|sock| Upstream::unix(&sock))
         } else {
             None
         };
@@ -582,9 +583,15 @@ impl Spawned {
         proc
     }
 
-    /// A client bound to the sandbox's unix socket, when it has one.
+    /// The sandbox's unix socket on the host, when it has one.
+    fn socket_path(&self) -> Option<PathBuf> {
+        Some(self.sandboxed.as_ref()?.socket.as_ref()?.sock.clone())
+    }
+
+    /// A client bound to the sandbox's unix socket, when it has one (for
+    /// the readiness poll).
     fn socket_client(&self) -> Option<reqwest::Client> {
-        let sock = self.sandboxed.as_ref()?.socket.as_ref()?.sock.clone();
+        let sock = self.socket_path()?;
         match socket_client(&sock) {
             Ok(c) => Some(c),
             Err(e) => {

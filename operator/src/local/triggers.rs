@@ -40,7 +40,7 @@ pub struct Triggers {
     /// Trigger logs (`LogKind::Run` only).
     pub logs: Arc<Logs>,
     /// The HTTP client of cron runs (the invoke proxy's kind).
-    pub client: reqwest::Client,
+    pub client: crate::api::upstream::Upstream,
     schedulers: Mutex<HashMap<Key, Scheduler>>,
     /// Per trigger: whether a run is going, shared across scheduler restarts
     /// so an update never lets two runs overlap.
@@ -118,8 +118,7 @@ impl Triggers {
         Ok(Triggers {
             db,
             logs: Arc::new(Logs::new(data_dir.join("trigger-logs"), log_max_bytes)),
-            client: crate::api::proxy::client()
-                .map_err(|e| Error::Internal(format!("building the cron HTTP client: {e}")))?,
+            client: crate::api::upstream::Upstream::tcp(),
             schedulers: Mutex::new(HashMap::new()),
             runs: Mutex::new(HashMap::new()),
             changes: tokio::sync::Mutex::new(()),
@@ -246,6 +245,13 @@ impl Triggers {
     }
 
     /// Reads one trigger with its current phase.
+    /// Reads one trigger's spec (from memory after the first read).
+    pub(super) fn spec(&self, ns: &str, name: &str) -> Result<Arc<TriggerSpec>> {
+        self.db
+            .trigger_spec(ns, name)?
+            .ok_or_else(|| not_found(ns, name))
+    }
+
     pub(super) fn get(&self, inner: &Inner, ns: &str, name: &str) -> Result<Trigger> {
         let t = self
             .db
