@@ -4,7 +4,8 @@
 //! section 1); after a warm-up, the counters are zeroed, wrk sends keep-alive
 //! requests through (b) the authenticated invoke endpoint and (c) an http
 //! trigger URL, the counters are dumped, and the operator's instructions are
-//! divided by the requests wrk saw answered. The top functions of each dump
+//! divided by the requests wrk saw answered, beside the same count for
+//! `GET /healthz` (the operator's floor as an HTTP server). The top functions of each dump
 //! are written next to it (`callgrind_annotate`) for docs/performance.md.
 
 use std::path::{Path, PathBuf};
@@ -179,6 +180,21 @@ pub fn run(report: &mut Report, operator_bin: &Path, work: &Path, quick: bool) -
     let _ = wrk::run(&invoke_url, &authed, warm)?;
     let _ = wrk::run(&trigger_url, &plain, warm)?;
     let mut raw = serde_json::Map::new();
+    // The baseline: the same operator answering its cheapest request (accept,
+    // parse, route, a fixed answer), so the ratio is what proxying costs on
+    // top of being an HTTP server at all.
+    let get = dir.join("get.lua");
+    wrk::write_script(&get, "wrk.method = \"GET\"\n")?;
+    let healthz_url = format!("http://{}/healthz", client.addr);
+    let _ = wrk::run(&healthz_url, &get, warm)?;
+    println!("  callgrind: wrk GET /healthz (baseline)");
+    let (base_ir, base_requests, base_dump) = measure(pid, &dir, &healthz_url, &get, load)?;
+    annotate(&base_dump);
+    let floor = base_ir as f64 / base_requests.max(1) as f64;
+    raw.insert(
+        "GET /healthz".to_string(),
+        serde_json::json!({"instructions": base_ir, "requests": base_requests, "per_request": floor}),
+    );
     for (what, url, script) in [
         ("(b) invoke endpoint", &invoke_url, &authed),
         ("(c) http trigger", &trigger_url, &plain),
@@ -189,12 +205,15 @@ pub fn run(report: &mut Report, operator_bin: &Path, work: &Path, quick: bool) -
         let per = ir as f64 / requests.max(1) as f64;
         report.ratio(
             SECTION,
-            &format!("python {what}: operator instructions per request (callgrind)"),
+            &format!(
+                "python {what}: operator instructions per request (callgrind) vs GET /healthz"
+            ),
             per,
-            per,
+            floor,
             "instr",
             &format!(
-                "{requests} keep-alive requests on 8 connections under valgrind; top functions in {}",
+                "{requests} keep-alive requests on 8 connections under valgrind \
+                 ({base_requests} for /healthz); top functions in {}",
                 top_path(&dump).display()
             ),
         );
