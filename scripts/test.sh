@@ -8,6 +8,7 @@ source "$(dirname "$0")/lib/tools.sh"
 cd "$SLESS_ROOT"
 ensure_all
 ensure_test_tools
+ensure_example_deps
 
 say "cargo fmt --check"
 cargo fmt --all -- --check

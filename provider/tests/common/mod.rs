@@ -50,9 +50,16 @@ pub struct Operator {
 
 impl Operator {
     pub fn start(data_dir: &Path) -> Operator {
+        Operator::start_with_env(data_dir, &[])
+    }
+
+    /// [`Operator::start`] with extra environment variables for the operator
+    /// (and so for the pip and npm of its builds).
+    pub fn start_with_env(data_dir: &Path, env: &[(&str, String)]) -> Operator {
         std::fs::create_dir_all(data_dir).unwrap();
         let log = std::fs::File::create(data_dir.join("operator-test.log")).unwrap();
         let child = Command::new(operator_bin())
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             // The acceptance tests' functions and jobs write side-effect
             // files for the tests to read, which the strict sandbox (rightly)
             // forbids; the sandbox itself is proven in operator/tests/sandbox.rs.
