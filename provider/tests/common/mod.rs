@@ -56,8 +56,21 @@ impl Operator {
     /// [`Operator::start`] with extra environment variables for the operator
     /// (and so for the pip and npm of its builds).
     pub fn start_with_env(data_dir: &Path, env: &[(&str, String)]) -> Operator {
+        Operator::start_listening(data_dir, "127.0.0.1:0", env)
+    }
+
+    /// The operator listening on `listen` (`127.0.0.1:0` for any free port);
+    /// a restart on the same data dir and port looks to Terraform like the
+    /// same operator. The log is appended to, so it spans restarts.
+    pub fn start_listening(data_dir: &Path, listen: &str, env: &[(&str, String)]) -> Operator {
         std::fs::create_dir_all(data_dir).unwrap();
-        let log = std::fs::File::create(data_dir.join("operator-test.log")).unwrap();
+        // A stale address from a killed run must not pass for this one's.
+        let _ = std::fs::remove_file(data_dir.join("operator.addr"));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(data_dir.join("operator-test.log"))
+            .unwrap();
         let child = Command::new(operator_bin())
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             // The acceptance tests' functions and jobs write side-effect
@@ -68,7 +81,7 @@ impl Operator {
                 "--isolation",
                 "none",
                 "--listen",
-                "127.0.0.1:0",
+                listen,
                 "--data-dir",
             ])
             .arg(data_dir)
@@ -102,6 +115,22 @@ impl Operator {
         }
     }
 
+    /// `127.0.0.1:PORT`, the address it listens on.
+    pub fn addr(&self) -> String {
+        self.base_url.trim_start_matches("http://").to_string()
+    }
+
+    /// The operator's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILL, as a crash or the OOM killer would; waits for the exit.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.data_dir.join("operator-test.log")).unwrap_or_default()
     }
@@ -130,6 +159,9 @@ impl Drop for Operator {
                 "--- last lines of the operator log\n{}",
                 tail.into_iter().rev().collect::<Vec<_>>().join("\n")
             );
+        }
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            return; // already gone (killed by the test)
         }
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         for _ in 0..100 {
