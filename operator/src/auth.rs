@@ -387,6 +387,26 @@ fn key_fits(jwk: &Jwk, alg: Algorithm) -> bool {
     family_ok && alg_ok
 }
 
+/// Refuses a JWKS key whose size its algorithm cannot use. jsonwebtoken
+/// slices an Ed25519 key to its first 32 bytes without checking its length,
+/// so a shorter `x` would panic while verifying (found by the `jwks_documents`
+/// fuzz harness, operator/tests/fuzz.rs) and a longer one would be silently
+/// cut; an Ed25519 public key is exactly 32 bytes.
+fn check_key_size(key: &DecodingKey, alg: Algorithm) -> Result<(), AuthError> {
+    const ED25519_KEY_BYTES: usize = 32;
+    if alg != Algorithm::EdDSA {
+        return Ok(());
+    }
+    match key.try_get_as_bytes() {
+        Ok(bytes) if bytes.len() == ED25519_KEY_BYTES => Ok(()),
+        Ok(bytes) => Err(AuthError::JwksUnavailable(format!(
+            "bad key in JWKS: an Ed25519 key (x) must be {ED25519_KEY_BYTES} bytes, this one has {}",
+            bytes.len()
+        ))),
+        Err(e) => Err(AuthError::JwksUnavailable(format!("bad key in JWKS: {e}"))),
+    }
+}
+
 /// Verifies bearer tokens. Built once at startup and shared by all requests.
 pub struct Verifier {
     local: Option<DecodingKey>,
@@ -543,8 +563,10 @@ impl Verifier {
                     required.push("aud");
                 }
                 validation.set_required_spec_claims(&required);
-                DecodingKey::from_jwk(&jwk)
-                    .map_err(|e| AuthError::JwksUnavailable(format!("bad key in JWKS: {e}")))?
+                let key = DecodingKey::from_jwk(&jwk)
+                    .map_err(|e| AuthError::JwksUnavailable(format!("bad key in JWKS: {e}")))?;
+                check_key_size(&key, header.alg)?;
+                key
             }
             _ => return Err(AuthError::UnsupportedAlg(alg)),
         };
@@ -824,6 +846,36 @@ mod tests {
             b64(&serde_json::json!({"sub": "a", "exp": now_secs() + 60}))
         );
         assert!(v.verify(&es_forged).await.is_err());
+    }
+
+    /// Regression (fuzz harness `jwks_documents`): an Ed25519 JWK whose `x`
+    /// is not 32 bytes made jsonwebtoken panic (slice out of range) while
+    /// verifying an EdDSA token; now the token is refused with a 401 reason.
+    #[tokio::test]
+    async fn an_ed25519_key_of_the_wrong_size_refuses_instead_of_panicking() {
+        let dir = tempfile::tempdir().unwrap();
+        let jwks = dir.path().join("jwks.json");
+        let token = format!(
+            "{}.{}.c2lnbmF0dXJl",
+            b64(&serde_json::json!({"alg": "EdDSA", "kid": "k1"})),
+            b64(&serde_json::json!({"sub": "a", "exp": now_secs() + 60}))
+        );
+        for x in [&b"short"[..], &[7u8; 31][..], &[7u8; 33][..], &[][..]] {
+            let doc = serde_json::json!({"keys": [{
+                "kty": "OKP", "crv": "Ed25519", "kid": "k1",
+                "x": URL_SAFE_NO_PAD.encode(x),
+            }]});
+            std::fs::write(&jwks, doc.to_string()).unwrap();
+            let v = Verifier::new(None, Some(JwksSource::File(jwks.clone())), None, None)
+                .await
+                .unwrap();
+            let err = v.verify(&token).await.unwrap_err();
+            assert!(
+                matches!(&err, AuthError::JwksUnavailable(m) if m.contains("bad key in JWKS")),
+                "{} bytes: {err}",
+                x.len()
+            );
+        }
     }
 
     #[tokio::test]

@@ -7,7 +7,8 @@
 //!
 //! Refused: unreadable archives, more than [`CODE_ZIP_MAX_ENTRIES`] entries, a
 //! total expanded size over [`CODE_UNPACKED_MAX_BYTES`], encrypted entries,
-//! symlink entries, duplicate names and any name that is not a clean relative
+//! symlink entries, duplicate names, directory entries that carry content
+//! (a name ending in `/` with data) and any name that is not a clean relative
 //! path (`..`, `.`, empty components, absolute paths, backslashes, drive
 //! letters, control characters).
 
@@ -190,6 +191,13 @@ fn check_all(
             return Err(ZipError::Symlink { entry: name });
         }
         let is_dir = file.is_dir();
+        if is_dir && file.size() > 0 {
+            // Its bytes would be dropped without a word: refuse it instead.
+            return Err(ZipError::UnsafePath {
+                entry: name,
+                reason: "a directory entry (its name ends in '/') that has content",
+            });
+        }
         declared = declared.saturating_add(file.size());
         if declared > limits.max_unpacked_bytes {
             return Err(ZipError::TooLarge {
@@ -487,6 +495,18 @@ mod tests {
         // "pkg/" (a directory) and "pkg" (a file) name the same path.
         let err = refused(&[("pkg/", b"", None), ("pkg", b"2", None)]);
         assert!(err.contains("more than once"), "{err}");
+    }
+
+    /// Regression (fuzz harness `zip_entries_structured`): a file entry
+    /// whose name ends in `/` is a directory to every reader, so its content
+    /// was accepted and silently not extracted.
+    #[test]
+    fn refuses_a_directory_entry_with_content() {
+        let err = refused(&[("main.py", b"x = 1\n", None), ("lib/", b"lost bytes", None)]);
+        assert!(err.contains("lib/") && err.contains("has content"), "{err}");
+        // An empty one is a directory, as before.
+        let z = zip_with(&[("lib/", b"", None), ("lib/m.py", b"x", None)]);
+        assert_eq!(inspect(&z).unwrap().files, 1);
     }
 
     #[test]
