@@ -2,7 +2,9 @@
 # The whole test suite: formatting, lints, a build of every binary, then every test
 # (unit, integration, and the Terraform acceptance tests: TF_ACC=1 drives the real
 # terraform CLI against the real provider and a real operator), and the provider's
-# acceptance tests a second time with Terraform 1.0.3, the oldest we support.
+# acceptance tests a second time with Terraform 1.0.3, the oldest we support,
+# then the API fuzzer with a short budget (scripts/api-fuzz.sh). The bolero fuzz
+# harnesses (*/tests/fuzz*.rs) run inside `cargo test`, 3 s each.
 # Installs what it needs (protoc, node, the terraform CLI) or says what is missing.
 set -euo pipefail
 source "$(dirname "$0")/lib/tools.sh"
@@ -37,5 +39,13 @@ if [ "$("$TERRAFORM" version | head -n1)" != "$("$TERRAFORM_1_0_3" version | hea
   say "provider acceptance tests again with $("$TERRAFORM_1_0_3" version | head -n1)"
   TERRAFORM="$TERRAFORM_1_0_3" cargo test -p terraform-provider-sless --tests --no-fail-fast \
     -- --test-threads="${SLESS_TEST_THREADS:-2}" || status=$?
+fi
+# API fuzzing (schemathesis from /openapi.json against the operator built
+# above, stateful, plus the denial runs), with a small budget;
+# SLESS_API_FUZZ_SECONDS=0 skips it. See docs/reliability.md.
+if [ "${SLESS_API_FUZZ_SECONDS:-60}" != 0 ]; then
+  say "API fuzzing (scripts/api-fuzz.sh, ${SLESS_API_FUZZ_SECONDS:-60} s budget)"
+  SLESS_API_FUZZ_SECONDS="${SLESS_API_FUZZ_SECONDS:-60}" SLESS_API_FUZZ_NO_BUILD=1 \
+    bash scripts/api-fuzz.sh || status=$?
 fi
 exit "$status"
