@@ -38,6 +38,8 @@ pub enum ErrorCode {
     Internal,
     /// 501: the backend does not support this operation.
     NotImplemented,
+    /// 507: the operator's disk is full; the request was not carried out.
+    InsufficientStorage,
 }
 
 /// One error: its kind, a message for people, and the field at fault if any.

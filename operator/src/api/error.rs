@@ -89,10 +89,38 @@ impl From<AuthError> for ApiFailure {
     }
 }
 
+/// Whether an I/O error says the disk (or the user's quota) is full.
+fn io_disk_full(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::StorageFull
+        || matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
+}
+
+/// Whether the operator failed because its data dir is out of space.
+fn disk_full(e: &Error) -> bool {
+    match e {
+        Error::Io { source, .. } => io_disk_full(source),
+        Error::BadZip(crate::codezip::ZipError::Io { source, .. }) => io_disk_full(source),
+        Error::Storage(rusqlite::Error::SqliteFailure(f, _)) => {
+            f.code == rusqlite::ErrorCode::DiskFull
+        }
+        _ => false,
+    }
+}
+
 impl From<Error> for ApiFailure {
     fn from(e: Error) -> Self {
         use ErrorCode as C;
         use StatusCode as S;
+        if disk_full(&e) {
+            tracing::error!(error = %e, "out of disk space");
+            return ApiFailure::new(
+                S::INSUFFICIENT_STORAGE,
+                C::InsufficientStorage,
+                "the operator is out of disk space (its data dir is full), so this request \
+                 was not carried out and nothing stored was changed; free space on the \
+                 operator's machine and retry",
+            );
+        }
         match e {
             Error::Invalid(f) => f.into(),
             Error::BadRequest(m) => ApiFailure::bad_request(m),
@@ -207,6 +235,37 @@ mod tests {
             status(Error::Internal("x".into())),
             (500, ErrorCode::Internal)
         );
+    }
+
+    #[test]
+    fn a_full_disk_is_507_and_says_so() {
+        let enospc = || std::io::Error::from_raw_os_error(libc::ENOSPC);
+        for e in [
+            Error::Io {
+                context: "writing /data/code/x.zip".into(),
+                source: enospc(),
+            },
+            Error::BadZip(crate::codezip::ZipError::Io {
+                path: "/data/builds/x".into(),
+                source: enospc(),
+            }),
+            Error::Storage(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+                None,
+            )),
+        ] {
+            let f = ApiFailure::from(e);
+            assert_eq!(f.status.as_u16(), 507);
+            assert_eq!(f.error.code, ErrorCode::InsufficientStorage);
+            assert!(f.error.message.contains("out of disk space"));
+            assert!(!f.error.message.contains("/data"), "{}", f.error.message);
+        }
+        // Other I/O faults stay 500.
+        let f = ApiFailure::from(Error::Io {
+            context: "x".into(),
+            source: std::io::Error::from_raw_os_error(libc::EIO),
+        });
+        assert_eq!(f.status.as_u16(), 500);
     }
 
     #[test]

@@ -169,7 +169,12 @@ impl Modify for ExtractorAnswers {
                 &mut item.patch,
                 &mut item.trace,
             ];
-            for op in ops.into_iter().flatten() {
+            // put, post, delete and patch change stored state.
+            let ops = ops
+                .into_iter()
+                .enumerate()
+                .filter_map(|(i, op)| op.as_mut().map(|op| (matches!(i, 1..=3 | 6), op)));
+            for (writes, op) in ops {
                 let bearer = op.security.as_ref().is_some_and(|s| !s.is_empty());
                 let responses = &mut op.responses.responses;
                 let mut add = |code: &str, description: &str| {
@@ -186,6 +191,13 @@ impl Modify for ExtractorAnswers {
                 if bearer {
                     add("401", "Missing or invalid token");
                     add("403", "The token is for another namespace");
+                }
+                if bearer && writes {
+                    add(
+                        "507",
+                        "The operator's data dir is full: nothing was changed; retry when \
+                         space is freed",
+                    );
                 }
             }
         }

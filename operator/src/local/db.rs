@@ -199,7 +199,43 @@ pub(super) fn name_taken(
 
 impl Db {
     /// Opens (creating when missing) the database at `path` and migrates it.
+    /// A file that is not a readable state database is an error naming it,
+    /// never replaced: the objects it holds are users' data.
     pub fn open(path: &Path) -> Result<Db> {
+        Db::open_unnamed(path).map_err(|e| match e {
+            Error::Storage(rusqlite::Error::SqliteFailure(f, _))
+                if matches!(
+                    f.code,
+                    rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt
+                ) =>
+            {
+                Error::Internal(format!(
+                    "state database {}: {f}: it is corrupt or not a sless state database. \
+                     The operator leaves it untouched: restore it from a backup, or move it \
+                     aside to start with no objects",
+                    path.display()
+                ))
+            }
+            Error::Storage(rusqlite::Error::SqliteFailure(f, _))
+                if matches!(
+                    f.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) =>
+            {
+                Error::Internal(format!(
+                    "state database {}: {f}: another program holds a lock on it (an sqlite \
+                     shell or a backup tool?); close it and start again",
+                    path.display()
+                ))
+            }
+            Error::Storage(se) => {
+                Error::Internal(format!("state database {}: {se}", path.display()))
+            }
+            other => other,
+        })
+    }
+
+    fn open_unnamed(path: &Path) -> Result<Db> {
         let conn = Connection::open(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;

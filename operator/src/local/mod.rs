@@ -275,10 +275,19 @@ impl LocalBackend {
             }
         }
 
+        let store = CodeStore::new(data_dir.join("code"));
+        let interrupted = store.remove_interrupted_writes();
+        if interrupted > 0 {
+            tracing::warn!(
+                interrupted,
+                "removed partly written code uploads a previous operator left behind"
+            );
+        }
+
         let trigger_state = triggers::Triggers::open(db.clone(), &data_dir, opts.log_max_bytes)?;
         let inner = Arc::new(Inner {
             logs: Arc::new(Logs::new(data_dir.join("logs"), opts.log_max_bytes)),
-            store: CodeStore::new(data_dir.join("code")),
+            store,
             db,
             runtimes,
             opts,

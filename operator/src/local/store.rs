@@ -61,6 +61,27 @@ impl CodeStore {
         Ok(path)
     }
 
+    /// Removes the temporary files of writes a crash interrupted (a put
+    /// renames its file into place only when it is whole). Call it at start,
+    /// while the data dir's lock is held; returns how many were removed.
+    pub fn remove_interrupted_writes(&self) -> usize {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with('.')
+                && name.ends_with(".tmp")
+                && std::fs::remove_file(e.path()).is_ok()
+            {
+                removed += 1;
+            }
+        }
+        removed
+    }
+
     /// Reads a stored zip.
     pub fn get(&self, sha256: &str) -> Result<Vec<u8>> {
         std::fs::read(self.path(sha256)).map_err(Error::io(format!("reading code {sha256}")))
@@ -96,6 +117,20 @@ mod tests {
         assert_eq!(store.get(&sha).unwrap(), zip);
         let leftovers = std::fs::read_dir(tmp.path().join("code")).unwrap().count();
         assert_eq!(leftovers, 1, "only the stored zip remains");
+    }
+
+    #[test]
+    fn interrupted_writes_are_removed_and_whole_zips_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = CodeStore::new(tmp.path().join("code"));
+        let sha = "a".repeat(64);
+        let kept = store.put(&sha, b"whole").unwrap();
+        let half = tmp.path().join("code").join(format!(".{sha}.999.0.tmp"));
+        std::fs::write(&half, b"hal").unwrap();
+        assert_eq!(store.remove_interrupted_writes(), 1);
+        assert!(!half.exists());
+        assert_eq!(std::fs::read(kept).unwrap(), b"whole");
+        assert_eq!(store.remove_interrupted_writes(), 0);
     }
 
     #[test]

@@ -416,6 +416,9 @@ pub(super) fn not_serving<S: Served>(k: &Key, phase: Phase, message: Option<Stri
         Phase::Building => format!("{noun} {name:?} is building: {why}"),
         Phase::Failed => format!("{noun} {name:?} failed: {why}"),
         Phase::Deleting => format!("{noun} {name:?} is being deleted"),
+        Phase::Ready if why.is_empty() => {
+            format!("{noun} {name:?} is (re)starting its process; retry shortly")
+        }
         Phase::Ready => format!("{noun} {name:?} is (re)starting its process: {why}"),
     })
 }

@@ -27,6 +27,8 @@ pub struct Operator {
     pub extra_args: Vec<String>,
     /// Extra environment variables of the process.
     pub env: Vec<(String, String)>,
+    /// Where the process's stdout and stderr go (appended across restarts).
+    pub log_path: PathBuf,
 }
 
 impl Operator {
@@ -54,6 +56,7 @@ impl Operator {
         let mut op = Operator {
             child: None,
             data_dir: tmp.path().to_path_buf(),
+            log_path: tmp.path().join("operator-test.log"),
             _tmp: Some(tmp),
             base_url: String::new(),
             extra_args: extra.iter().map(|s| s.to_string()).collect(),
@@ -61,6 +64,23 @@ impl Operator {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+        };
+        op.spawn();
+        op
+    }
+
+    /// Starts an operator on a data dir the caller owns (kept after it stops),
+    /// logging to `log_path` (outside the data dir, so a full data dir does
+    /// not silence the log).
+    pub fn start_in(data_dir: &Path, log_path: &Path, extra: &[&str]) -> Operator {
+        let mut op = Operator {
+            child: None,
+            data_dir: data_dir.to_path_buf(),
+            log_path: log_path.to_path_buf(),
+            _tmp: None,
+            base_url: String::new(),
+            extra_args: extra.iter().map(|s| s.to_string()).collect(),
+            env: Vec::new(),
         };
         op.spawn();
         op
@@ -74,7 +94,7 @@ impl Operator {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(self.data_dir.join("operator-test.log"))
+            .open(&self.log_path)
             .expect("operator log");
         let child = Command::new(operator_bin())
             .arg("serve")
@@ -119,7 +139,7 @@ impl Operator {
 
     /// The operator's own log so far (for assertion messages).
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.data_dir.join("operator-test.log")).unwrap_or_default()
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
     }
 
     /// Mints a token for `sub` with `sless-operator token`.
