@@ -159,6 +159,22 @@ ensure_schemathesis() {
   export SCHEMATHESIS_PYTHONPATH
 }
 
+# cargo-bolero drives the bolero harnesses with libFuzzer (scripts/fuzz-long.sh).
+CARGO_BOLERO_VERSION="0.13.5"
+
+ensure_cargo_bolero() {
+  # Installs cargo-bolero (libFuzzer engine only: the AFL/honggfuzz engines
+  # need more system libraries) into build/tools/cargo-bolero.
+  local root="$SLESS_TOOLS/cargo-bolero"
+  if ! "$root/bin/cargo-bolero" --version 2>/dev/null | grep -q "$CARGO_BOLERO_VERSION"; then
+    say "installing cargo-bolero $CARGO_BOLERO_VERSION into $root (cargo install, a few minutes)"
+    cargo install --quiet --locked cargo-bolero --version "$CARGO_BOLERO_VERSION" \
+      --no-default-features --features libfuzzer --root "$root" >&2 \
+      || die "cargo install cargo-bolero failed (it needs crates.io)"
+  fi
+  export PATH="$root/bin:$PATH"
+}
+
 ensure_all() {
   ensure_cargo
   ensure_build_tools

@@ -249,7 +249,7 @@ pub fn cron_schedule(field: &str, value: &str) -> Result<croner::Cron, FieldErro
     if trimmed.is_empty() {
         return Err(FieldError::invalid(field, "the schedule is empty"));
     }
-    croner::parser::CronParser::builder()
+    let cron = croner::parser::CronParser::builder()
         .seconds(croner::parser::Seconds::Optional)
         .year(croner::parser::Year::Disallowed)
         .build()
@@ -261,12 +261,67 @@ pub fn cron_schedule(field: &str, value: &str) -> Result<croner::Cron, FieldErro
                     "{value:?} is not a valid cron schedule ({e}): use five fields \"minute hour day-of-month month day-of-week\" (e.g. \"*/5 * * * *\"), or six with leading seconds"
                 ),
             )
-        })
+        })?;
+    if let Some(which) = empty_cron_field(&cron.pattern) {
+        return Err(FieldError::invalid(
+            field,
+            format!("{value:?} is not a valid cron schedule: its {which} field matches no value"),
+        ));
+    }
+    Ok(cron)
+}
+
+/// The first field of a parsed schedule that can match nothing (croner
+/// parses `,` as an empty list, and then searches for its next run forever).
+fn empty_cron_field(p: &croner::CronPattern) -> Option<&'static str> {
+    let empty = |c: &croner::CronComponent| c.values().is_empty() && !c.has_modifiers();
+    [
+        ("seconds", &p.seconds),
+        ("minute", &p.minutes),
+        ("hour", &p.hours),
+        ("day-of-month", &p.days),
+        ("month", &p.months),
+        ("day-of-week", &p.days_of_week),
+    ]
+    .into_iter()
+    .find(|(_, c)| empty(c))
+    .map(|(which, _)| which)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the coverage-guided fuzzer (`cron_schedules_from_tokens`):
+    /// `", * * * * *"` was accepted and its next run searched for forever.
+    #[test]
+    fn a_cron_field_that_matches_nothing_is_refused() {
+        for bad in [
+            ", * * * * *",
+            "* , * * * *",
+            ", * * * *",
+            "* , * * *",
+            "* * , * *",
+            "* * * , *",
+            "* * * * ,",
+            ",,, * * * *",
+        ] {
+            let e = cron_schedule("schedule", bad).unwrap_err();
+            assert_eq!(e.field, "schedule");
+            assert!(e.message.contains("matches no value"), "{bad:?}: {e}");
+        }
+        for ok in [
+            "*/5 * * * *",
+            "0 0 L * *",
+            "0 0 * * 5#2",
+            "0 0 15W * *",
+            "30 * * * * *",
+        ] {
+            let cron = cron_schedule("schedule", ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+            let start = chrono::Utc::now();
+            assert!(cron.find_next_occurrence(&start, false).is_ok(), "{ok}");
+        }
+    }
 
     #[test]
     fn names_follow_dns_1123() {

@@ -153,8 +153,17 @@ fn check_schedule(schedule: &str) -> bool {
             let start = chrono::DateTime::parse_from_rfc3339("2026-03-01T00:00:00Z")
                 .expect("a fixed instant")
                 .with_timezone(&chrono::Utc);
+            // On a thread, so a search that never ends is a failure with
+            // its input (libFuzzer saves it) instead of a silent hang.
             let t0 = Instant::now();
-            let next = cron.find_next_occurrence(&start, false);
+            let (tx, rx) = std::sync::mpsc::channel();
+            let searched = cron.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(searched.find_next_occurrence(&start, false));
+            });
+            let next = rx
+                .recv_timeout(Duration::from_secs(5))
+                .unwrap_or_else(|_| panic!("{schedule:?}: no next run after 5 s of searching"));
             let took = t0.elapsed();
             assert!(
                 took < Duration::from_secs(2),
