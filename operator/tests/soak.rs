@@ -82,6 +82,13 @@ fn wrk_seconds(d: &str) -> f64 {
     num.parse::<f64>().map(|n| n * scale).unwrap_or(0.0)
 }
 
+/// Open file descriptors of `pid` (client and upstream sockets included).
+fn fd_count(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
 /// Resident set size of `pid` in KiB.
 fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -137,22 +144,24 @@ async fn saturation_against_twenty_functions_without_errors_or_growth() {
     let url = op.base_url.clone();
 
     // The soak in segments of at most 10 s, back to back, with the RSS after each.
-    let (warm, rss_warm, segments) = tokio::task::spawn_blocking(move || {
+    let (warm, rss_warm, fds_warm, segments) = tokio::task::spawn_blocking(move || {
         let warm = wrk(&url, &script, WARMUP_SECONDS);
         let rss_warm = rss_kib(pid);
+        let fds_warm = fd_count(pid);
         let mut segments = Vec::new();
         let mut left = soak_seconds;
         while left > 0 {
             let d = left.min(10);
-            segments.push((wrk(&url, &script, d), rss_kib(pid)));
+            segments.push((wrk(&url, &script, d), rss_kib(pid), fd_count(pid)));
             left -= d;
         }
-        (warm, rss_warm, segments)
+        (warm, rss_warm, fds_warm, segments)
     })
     .await
     .expect("wrk runs");
     let rss_end = segments.last().map(|s| s.1).unwrap_or(rss_warm);
     let series: Vec<u64> = segments.iter().map(|s| s.1).collect();
+    let fds: Vec<usize> = segments.iter().map(|s| s.2).collect();
     let soak = WrkRun {
         requests: segments.iter().map(|s| s.0.requests).sum(),
         non_2xx: segments.iter().map(|s| s.0.non_2xx).sum(),
@@ -168,7 +177,7 @@ async fn saturation_against_twenty_functions_without_errors_or_growth() {
     println!(
         "soak: {FUNCTIONS} functions; warm-up {} requests in {:.1} s; soak {} requests in {:.1} s \
          ({:.0} req/s), non-2xx {}, socket errors {}; operator RSS {} KiB at start, {} KiB after \
-         warm-up, {} KiB at the end ({:+.1}%); RSS after each 10 s: {series:?}",
+         warm-up, {} KiB at the end ({:+.1}%); RSS after each 10 s: {series:?}; open fds after warm-up {fds_warm}, after each 10 s: {fds:?}",
         warm.requests,
         warm.seconds,
         soak.requests,
