@@ -4,7 +4,8 @@
 # terraform CLI against the real provider and a real operator), and the provider's
 # acceptance tests a second time with Terraform 1.0.3, the oldest we support,
 # then the API fuzzer with a short budget (scripts/api-fuzz.sh). The bolero fuzz
-# harnesses (*/tests/fuzz*.rs) run inside `cargo test`, 3 s each.
+# harnesses (*/tests/fuzz*.rs) run inside `cargo test`, 3 s each, and so does the
+# soak (operator/tests/soak.rs: SLESS_SOAK_SECONDS, default 10; issue 15 asks for 60).
 # Installs what it needs (protoc, node, the terraform CLI) or says what is missing.
 set -euo pipefail
 source "$(dirname "$0")/lib/tools.sh"

@@ -109,6 +109,24 @@ pub struct ServeArgs {
     /// Options of the local backend's sandbox.
     #[command(flatten)]
     pub sandbox: SandboxArgs,
+
+    /// Limits of the HTTP server against slow and numerous clients.
+    #[command(flatten)]
+    pub http: HttpArgs,
+}
+
+/// Limits of the operator's HTTP server (docs/local-backend.md, "HTTP server limits").
+#[derive(Debug, Clone, clap::Args)]
+pub struct HttpArgs {
+    /// Seconds a connection may take to send a whole request head (new, idle
+    /// between keep-alive requests, or sending slowly); then it is closed.
+    #[arg(long, env = "SLESS_HEADER_READ_TIMEOUT_SEC", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_read_timeout_sec: u64,
+
+    /// Most client connections served at once; more wait in the listen
+    /// backlog until one closes.
+    #[arg(long, env = "SLESS_MAX_CONNECTIONS", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
 }
 
 /// How the local backend isolates user code (docs/local-backend.md).

@@ -64,11 +64,13 @@ ensure_build_tools() {
 
 ensure_test_tools() {
   # The tests generate RSA/EC keys and certificates (openssl), sign releases (gnupg),
-  # and pack npm tarballs (tar).
+  # pack npm tarballs (tar) and load the operator (wrk).
   command -v openssl >/dev/null 2>&1 || apt_install openssl
   command -v gpg >/dev/null 2>&1 || apt_install gnupg
   command -v gpgv >/dev/null 2>&1 || apt_install gpgv
   command -v tar >/dev/null 2>&1 || apt_install tar
+  # operator/tests/soak.rs saturates the operator with wrk.
+  command -v wrk >/dev/null 2>&1 || apt_install wrk
 }
 
 # Where ensure_example_deps puts the examples' dependencies: the examples test

@@ -7,7 +7,6 @@ use crate::auth::{SetupError, Verifier};
 use crate::backend::Backend;
 use crate::config::{BackendKind, ServeArgs};
 use crate::local::{LocalBackend, LocalOptions};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -114,20 +113,17 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     tracing::info!(%addr, %public_url, data_dir = %data_dir.display(), "sless-operator listening");
 
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    // No Nagle delay: proxied responses are streamed in several writes.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
-    });
-    let server = axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async {
+    let limits = ConnLimits::from_args(&args.http);
+    raise_fd_limit(limits.max_connections);
+    tracing::info!(
+        header_read_timeout_sec = limits.header_read_timeout.as_secs(),
+        max_connections = limits.max_connections,
+        "HTTP server limits"
+    );
+    let server = run_http(listener, app, limits, async {
         let _ = stop_rx.await;
     });
-    let mut server = tokio::spawn(async move { server.await });
+    let mut server = tokio::spawn(server);
 
     let early = tokio::select! {
         signal = shutdown_signal() => {
@@ -138,8 +134,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     };
     let result = match early {
         Some(res) => Err(ServeError::Server(match res {
-            Ok(Ok(())) => "the server stopped unexpectedly".to_string(),
-            Ok(Err(e)) => e.to_string(),
+            Ok(()) => "the server stopped unexpectedly".to_string(),
             Err(e) => e.to_string(),
         })),
         None => {
@@ -164,6 +159,161 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     let _ = std::fs::remove_file(&addr_file);
     tracing::info!("stopped");
     result
+}
+
+/// Limits of the HTTP server against slow and numerous clients.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnLimits {
+    /// A connection that has not sent a whole request head within this is
+    /// closed (a new one, one idle between keep-alive requests, a slow one).
+    pub header_read_timeout: Duration,
+    /// Most connections served at once; more wait in the listen backlog.
+    pub max_connections: usize,
+}
+
+impl ConnLimits {
+    /// The limits `serve`'s flags set.
+    pub fn from_args(args: &crate::config::HttpArgs) -> ConnLimits {
+        ConnLimits {
+            header_read_timeout: Duration::from_secs(args.header_read_timeout_sec),
+            max_connections: args.max_connections as usize,
+        }
+    }
+}
+
+/// File descriptors kept for everything but client connections (the
+/// databases, logs, pipes and sockets to function processes).
+const FD_RESERVE: u64 = 1024;
+
+/// Raises the soft limit of open files to the hard limit, and warns when
+/// that still leaves less than `max_connections` plus a reserve.
+fn raise_fd_limit(max_connections: usize) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write `lim`.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return;
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: lim.rlim_max,
+            rlim_max: lim.rlim_max,
+        };
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            lim.rlim_cur = lim.rlim_max;
+        }
+    }
+    let need = max_connections as u64 + FD_RESERVE;
+    if lim.rlim_cur < need {
+        tracing::warn!(
+            open_files_limit = lim.rlim_cur,
+            max_connections,
+            "the open files limit is below --max-connections + {FD_RESERVE}: \
+             new connections may fail with EMFILE before the limit is reached"
+        );
+    }
+}
+
+/// Serves `app` on `listener` until `stop` resolves, then lets the open
+/// connections finish their requests (idle ones close at once). HTTP/1 only,
+/// each request head within `limits.header_read_timeout`, at most
+/// `limits.max_connections` connections at once (one permit each, taken
+/// before `accept`, so the rest wait in the kernel's backlog).
+pub async fn run_http(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    limits: ConnLimits,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    use tokio::sync::Semaphore;
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let (closing_tx, closing_rx) = tokio::sync::watch::channel(false);
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    tokio::pin!(stop);
+    let mut at_limit_logged = false;
+    loop {
+        let permit = match permits.clone().try_acquire_owned() {
+            Ok(p) => {
+                at_limit_logged = false;
+                p
+            }
+            Err(_) => {
+                if !at_limit_logged {
+                    tracing::warn!(
+                        max_connections = limits.max_connections,
+                        "connection limit reached: new connections wait until one closes"
+                    );
+                    at_limit_logged = true;
+                }
+                tokio::select! {
+                    p = permits.clone().acquire_owned() => match p {
+                        Ok(p) => p,
+                        Err(_) => break,
+                    },
+                    _ = &mut stop => break,
+                }
+            }
+        };
+        let (tcp, remote) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    // EMFILE and the like: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    drop(permit);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = &mut stop => break,
+        };
+        // No Nagle delay: proxied responses are streamed in several writes.
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+        let app = app.clone();
+        let service =
+            hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+                req.extensions_mut()
+                    .insert(axum::extract::ConnectInfo(remote));
+                tower_service::Service::call(&mut app.clone(), req)
+            });
+        let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(tcp), service);
+        let mut closing = closing_rx.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            tokio::pin!(conn);
+            loop {
+                tokio::select! {
+                    res = conn.as_mut() => {
+                        if let Err(e) = res {
+                            tracing::debug!(%remote, error = %e, "connection ended with an error");
+                        }
+                        break;
+                    }
+                    changed = closing.changed() => {
+                        conn.as_mut().graceful_shutdown();
+                        if changed.is_err() {
+                            // The server is gone; the connection still finishes.
+                            let _ = conn.as_mut().await;
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+    }
+    drop(listener);
+    let _ = closing_tx.send(true);
+    // Every connection holds a permit until it ends.
+    let _ = permits
+        .acquire_many(u32::try_from(limits.max_connections).unwrap_or(u32::MAX))
+        .await;
 }
 
 async fn start_backend(

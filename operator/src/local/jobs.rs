@@ -345,7 +345,11 @@ impl super::LocalBackend {
         inner.store_code(&code).await?;
         let (job, old) = {
             let mut slots = inner.jobs.lock();
-            let mut job = inner.db.object::<Job>(ns, name)?;
+            // Deleted meanwhile: the zip just stored is nobody's.
+            let mut job = inner
+                .db
+                .object::<Job>(ns, name)
+                .inspect_err(|_| inner.release_code(Some(&code.sha256)))?;
             if job.status.code_sha256.as_deref() == Some(code.sha256.as_str()) {
                 return Ok(job);
             }
@@ -353,7 +357,11 @@ impl super::LocalBackend {
             job.status.source_hash = code.source_hash.clone();
             job.generation += 1;
             job.updated_at = now_rfc3339();
-            inner.db.save_object(&job)?;
+            inner
+                .db
+                .save_object(&job)
+                .inspect_err(|_| inner.release_code(Some(&code.sha256)))?;
+            inner.keep_stored(&code);
             inner.schedule_job(&mut slots, key(ns, name));
             (job, old)
         };

@@ -3,6 +3,7 @@
 //! its limit it is renamed to `.1` (replacing the previous `.1`).
 
 use sless_wire::function::LogKind;
+use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -12,7 +13,10 @@ use std::sync::Mutex;
 pub struct Logs {
     root: PathBuf,
     max_bytes: u64,
-    write_lock: Mutex<()>,
+    /// Held by every write; it guards the set of deleted objects' log dirs,
+    /// which late writers (a stopped process's last lines, an unpack
+    /// finishing in the background) must not create again.
+    write_lock: Mutex<HashSet<PathBuf>>,
 }
 
 fn file_name(kind: LogKind) -> &'static str {
@@ -28,7 +32,7 @@ impl Logs {
         Logs {
             root,
             max_bytes: max_bytes.max(1024),
-            write_lock: Mutex::new(()),
+            write_lock: Mutex::new(HashSet::new()),
         }
     }
 
@@ -46,7 +50,10 @@ impl Logs {
     /// through `tracing` only: logging must never fail a build or a function.
     pub fn append(&self, ns: &str, name: &str, kind: LogKind, text: &str) {
         let path = self.path(ns, name, kind);
-        let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let deleted = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if deleted.contains(&self.dir(ns, name)) {
+            return;
+        }
         if let Err(e) = self.append_locked(&path, text) {
             tracing::warn!(path = %path.display(), error = %e, "cannot write function log");
         }
@@ -79,8 +86,9 @@ impl Logs {
     /// Starts a new generation of a log: the current file becomes `.1`.
     pub fn rotate(&self, ns: &str, name: &str, kind: LogKind) {
         let path = self.path(ns, name, kind);
-        let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
-        if path.exists()
+        let deleted = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if !deleted.contains(&self.dir(ns, name))
+            && path.exists()
             && let Err(e) = std::fs::rename(&path, rotated(&path))
         {
             tracing::warn!(path = %path.display(), error = %e, "cannot rotate function log");
@@ -103,6 +111,22 @@ impl Logs {
     pub fn remove(&self, ns: &str, name: &str) {
         let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
         let _ = std::fs::remove_dir_all(self.dir(ns, name));
+    }
+
+    /// Removes a deleted object's logs and drops every later write to them
+    /// until [`Logs::revive`] (an object of that name is created again).
+    pub fn remove_for_good(&self, ns: &str, name: &str) {
+        let mut deleted = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = self.dir(ns, name);
+        let _ = std::fs::remove_dir_all(&dir);
+        deleted.insert(dir);
+    }
+
+    /// Lets writes to `ns/name`'s logs through again after
+    /// [`Logs::remove_for_good`].
+    pub fn revive(&self, ns: &str, name: &str) {
+        let mut deleted = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        deleted.remove(&self.dir(ns, name));
     }
 }
 
@@ -151,6 +175,22 @@ mod tests {
         assert_eq!(logs.read("ns", "f", LogKind::Build, None), "");
         logs.remove("ns", "f");
         assert!(!logs.dir("ns", "f").exists());
+    }
+
+    #[test]
+    fn late_writes_after_a_delete_do_not_bring_the_logs_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let logs = Logs::new(tmp.path().to_path_buf(), 4096);
+        logs.append("ns", "f", LogKind::Run, "before");
+        logs.remove_for_good("ns", "f");
+        logs.append("ns", "f", LogKind::Run, "a stopped process's last line");
+        logs.rotate("ns", "f", LogKind::Build);
+        logs.append("ns", "other", LogKind::Run, "unaffected");
+        assert!(!logs.dir("ns", "f").exists());
+        assert!(logs.dir("ns", "other").exists());
+        logs.revive("ns", "f");
+        logs.append("ns", "f", LogKind::Run, "created again");
+        assert_eq!(logs.read("ns", "f", LogKind::Run, None), "created again\n");
     }
 
     #[test]

@@ -174,6 +174,9 @@ struct Inner {
     db: Arc<Db>,
     logs: Arc<Logs>,
     store: CodeStore,
+    /// Held while a stored zip's references are checked and it is removed,
+    /// or while an upload makes sure the zip it just referenced is there.
+    code_gc: Mutex<()>,
     runtimes: RuntimePaths,
     /// Functions' workers and processes.
     slots: workload::Slots<Slot>,
@@ -288,6 +291,7 @@ impl LocalBackend {
         let inner = Arc::new(Inner {
             logs: Arc::new(Logs::new(data_dir.join("logs"), opts.log_max_bytes)),
             store,
+            code_gc: Mutex::new(()),
             db,
             runtimes,
             opts,
@@ -834,7 +838,12 @@ impl Backend for LocalBackend {
             created_at: now.clone(),
             updated_at: now,
         };
-        self.inner.db.insert_function(&f)?;
+        {
+            // Under the slots' lock: ordered with a delete's clean-up.
+            let _slots = self.inner.lock_slots();
+            self.inner.db.insert_function(&f)?;
+            self.inner.logs.revive(namespace, name);
+        }
         Ok(f)
     }
 
@@ -903,12 +912,16 @@ impl Backend for LocalBackend {
                 p.stop(inner.opts.stop_grace).await;
             }
         }
-        inner.remove_traces(namespace, name);
-        if let Some(sha) = sha
-            && !inner.db.code_in_use(&sha)?
         {
-            inner.store.remove(&sha);
+            let _slots = inner.lock_slots();
+            // Created again while the old processes stopped: the new one
+            // owns the name's dirs now.
+            if inner.db.get_function(namespace, name)?.is_none() {
+                inner.remove_traces(namespace, name);
+                inner.logs.remove_for_good(namespace, name);
+            }
         }
+        inner.release_code(sha.as_deref());
         Ok(())
     }
 
@@ -923,7 +936,10 @@ impl Backend for LocalBackend {
         inner.store_code(&code).await?;
         let (f, old_sha) = {
             let mut slots = inner.lock_slots();
-            let mut f = inner.get(namespace, name)?;
+            // Deleted meanwhile: the zip just stored is nobody's.
+            let mut f = inner
+                .get(namespace, name)
+                .inspect_err(|_| inner.release_code(Some(&code.sha256)))?;
             if f.status.code_sha256.as_deref() == Some(code.sha256.as_str())
                 && matches!(f.status.phase, Phase::Ready | Phase::Building)
             {
@@ -935,14 +951,16 @@ impl Backend for LocalBackend {
             f.status.message = Some(format!("building code {}", build::short_sha(&code.sha256)));
             f.status.restarts = 0;
             f.updated_at = now_rfc3339();
-            inner.db.save_function(&f)?;
+            inner
+                .db
+                .save_function(&f)
+                .inspect_err(|_| inner.release_code(Some(&code.sha256)))?;
+            inner.keep_stored(&code);
             inner.schedule_locked(&mut slots, key(namespace, name), Plan::Build);
             (f, old_sha)
         };
-        if let Some(old) = old_sha.filter(|o| *o != code.sha256)
-            && !inner.db.code_in_use(&old)?
-        {
-            inner.store.remove(&old);
+        if old_sha.as_deref() != Some(code.sha256.as_str()) {
+            inner.release_code(old_sha.as_deref());
         }
         Ok(f)
     }

@@ -304,7 +304,11 @@ impl super::LocalBackend {
         inner.store_code(&code).await?;
         let (svc, old) = {
             let mut slots = inner.services.lock();
-            let mut svc = inner.db.object::<Service>(ns, name)?;
+            // Deleted meanwhile: the zip just stored is nobody's.
+            let mut svc = inner
+                .db
+                .object::<Service>(ns, name)
+                .inspect_err(|_| inner.release_code(Some(&code.sha256)))?;
             if unchanged(&svc) {
                 return Ok(svc);
             }
@@ -317,7 +321,11 @@ impl super::LocalBackend {
             ));
             svc.status.restarts = 0;
             svc.updated_at = now_rfc3339();
-            inner.db.save_object(&svc)?;
+            inner
+                .db
+                .save_object(&svc)
+                .inspect_err(|_| inner.release_code(Some(&code.sha256)))?;
+            inner.keep_stored(&code);
             inner.schedule_service(&mut slots, key(ns, name), Plan::Build);
             (svc, old)
         };

@@ -450,10 +450,24 @@ impl Inner {
 
     /// Removes a stored zip nothing refers to any more.
     pub(super) fn release_code(&self, sha: Option<&str>) {
-        if let Some(sha) = sha
-            && matches!(self.db.code_in_use(sha), Ok(false))
+        if let Some(sha) = sha {
+            let _gc = self.code_gc.lock().unwrap_or_else(|e| e.into_inner());
+            if matches!(self.db.code_in_use(sha), Ok(false)) {
+                self.store.remove(sha);
+            }
+        }
+    }
+
+    /// Called once a row refers to `code`: writes its zip again if a
+    /// concurrent [`Inner::release_code`] removed it after `store_code`
+    /// (another object with the same code was deleted in between). A failure
+    /// is logged; the build then fails saying the code is missing.
+    pub(super) fn keep_stored(&self, code: &CodeBundle) {
+        let _gc = self.code_gc.lock().unwrap_or_else(|e| e.into_inner());
+        if !self.store.path(&code.sha256).exists()
+            && let Err(e) = self.store.put(&code.sha256, &code.zip)
         {
-            self.store.remove(sha);
+            tracing::warn!(sha256 = %code.sha256, error = %e, "cannot store an uploaded zip again");
         }
     }
 
