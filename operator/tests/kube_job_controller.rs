@@ -95,6 +95,7 @@ fn fjob(s: Scenario) -> FunctionJob {
     };
     if let Some(st) = j.status.as_mut() {
         let image = format!("registry.test/{NS}/once:{}", tag());
+        st.image_ref = Some(image.clone());
         sless_operator::kube::function::set_condition(
             &mut st.conditions,
             "Built",

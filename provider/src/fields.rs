@@ -315,20 +315,93 @@ pub fn already_exists(diags: &mut Diagnostics, kind: &str, name: &str, ns: &str)
     diags.error(
         format!("{} {name} already exists", capitalized(kind)),
         format!(
-            "a {kind} named {name} already exists in namespace {ns}; import is not supported, delete it or choose another name"
+            "a {kind} named {name} already exists in namespace {ns}; adopt it with `terraform import <address> {ns}/{name}`, delete it, or choose another name"
         ),
         AttributePath::new("name"),
     );
 }
 
-/// The error for an import: resources never adopt existing objects.
-pub fn import_unsupported(diags: &mut Diagnostics, resource: &str, kind: &str, id: &str) {
+/// The name an import id `<namespace>/<name>` (or a bare `<name>`, meaning
+/// the provider's namespace) designates. Another namespace than the token's
+/// is refused: the operator would answer 403 for it anyway, and the state
+/// would belong to someone else.
+pub fn import_name(
+    diags: &mut Diagnostics,
+    c: &Configured,
+    resource: &str,
+    id: &str,
+) -> Option<String> {
+    let (ns, name) = match id.trim().split_once('/') {
+        Some((ns, name)) => (ns.trim(), name.trim()),
+        None => (c.namespace.as_str(), id.trim()),
+    };
+    if ns != c.namespace {
+        diags.root_error(
+            format!("Cannot import {id:?}: namespace {ns} is not yours"),
+            format!(
+                "{resource} can only import objects of the provider's namespace {ns_mine} (derived from the token's `sub`), and the id names namespace {ns}. Use `{ns_mine}/<name>` or just `<name>`, or configure the provider with a token of that namespace's user.",
+                ns_mine = c.namespace
+            ),
+        );
+        return None;
+    }
+    if let Err(e) = validate::name("name", name) {
+        diags.root_error(
+            format!("Invalid import id {id:?}"),
+            format!(
+                "expected `<namespace>/<name>` or `<name>`, e.g. `{}/hello`: {}",
+                c.namespace, e.message
+            ),
+        );
+        return None;
+    }
+    Some(name.to_string())
+}
+
+/// The error for an import of an object the operator does not have.
+pub fn import_missing(diags: &mut Diagnostics, kind: &str, name: &str, ns: &str) {
     diags.root_error(
-        "Import is not supported",
+        format!("Cannot import {kind} {name}: it does not exist"),
         format!(
-            "{resource} never adopts an existing {kind} ({id}): delete it on the operator or choose another name, then apply."
+            "the operator has no {kind} named {name} in namespace {ns}; check the name (`terraform import <address> {ns}/<name>`)"
         ),
     );
+}
+
+/// Reads the `K` a data source's `name` designates in the provider's
+/// namespace; a missing object is an error at `name`.
+pub async fn read_named<K: Kind>(
+    diags: &mut Diagnostics,
+    shared: &Shared,
+    name: &Value<String>,
+) -> Option<(Arc<Configured>, K)> {
+    let c = shared.get(diags)?;
+    let Value::Value(name) = name else {
+        diags.error_short(
+            format!("The {} name is not known", K::NOUN),
+            AttributePath::new("name"),
+        );
+        return None;
+    };
+    match c.client.get::<K>(&c.namespace, name).await {
+        Ok(Some(k)) => Some((c, k)),
+        Ok(None) => {
+            diags.error(
+                format!("{} {name} not found", capitalized(K::NOUN)),
+                format!(
+                    "the operator has no {noun} named {name} in namespace {ns} (the provider's token's namespace). Create it first, or check the name.",
+                    noun = K::NOUN,
+                    ns = c.namespace
+                ),
+                AttributePath::new("name"),
+            );
+            None
+        }
+        Err(e) => {
+            api_error(diags, format!("Cannot read {} {name}", K::NOUN), &e);
+            None
+        }
+    }
 }
 
 /// The error for a wait that ran out of time.
@@ -551,6 +624,37 @@ mod tests {
         assert_eq!(changed(&a, &a), None);
         assert_eq!(changed(&a, &Value::Null), Some("a".to_string()));
         assert_eq!(changed(&Value::Null, &a), None);
+    }
+
+    #[test]
+    fn import_ids_name_an_object_of_the_tokens_namespace() {
+        let shared = crate::test_support::configured("http://127.0.0.1:9", "alice");
+        let c = shared.try_get().unwrap();
+        let mut diags = Diagnostics::default();
+        assert_eq!(
+            import_name(&mut diags, &c, "sless_function", "hello").as_deref(),
+            Some("hello")
+        );
+        assert_eq!(
+            import_name(&mut diags, &c, "sless_function", "sless-2bd806c9/hello").as_deref(),
+            Some("hello")
+        );
+        assert!(diags.errors.is_empty());
+        assert_eq!(
+            import_name(&mut diags, &c, "sless_function", "sless-00000000/hello"),
+            None
+        );
+        assert!(
+            diags.errors[0]
+                .summary
+                .contains("namespace sless-00000000 is not yours")
+        );
+        assert!(diags.errors[0].detail.contains("sless-2bd806c9"));
+        for bad in ["", "sless-2bd806c9/", "Hello", "a/b/c"] {
+            let mut diags = Diagnostics::default();
+            assert_eq!(import_name(&mut diags, &c, "sless_job", bad), None, "{bad}");
+            assert_eq!(diags.errors.len(), 1, "{bad}");
+        }
     }
 
     #[test]

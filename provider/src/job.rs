@@ -80,10 +80,13 @@ pub struct JobState {
     /// sha256 of the normalised content of `source_dir`.
     #[serde(default)]
     pub code_hash: Value<String>,
+    /// Image reference of the last build.
+    #[serde(default)]
+    pub image_ref: Value<String>,
 }
 
 /// Attributes only the provider sets.
-const COMPUTED_ONLY: [&str; 7] = [
+const COMPUTED_ONLY: [&str; 8] = [
     "id",
     "namespace",
     "phase",
@@ -91,6 +94,7 @@ const COMPUTED_ONLY: [&str; 7] = [
     "started_at",
     "completed_at",
     "code_hash",
+    "image_ref",
 ];
 
 fn phase_str(p: JobPhase) -> &'static str {
@@ -112,7 +116,8 @@ impl JobState {
             "message" => &self.message,
             "started_at" => &self.started_at,
             "completed_at" => &self.completed_at,
-            _ => &self.code_hash,
+            "code_hash" => &self.code_hash,
+            _ => &self.image_ref,
         }
     }
 
@@ -133,12 +138,21 @@ impl JobState {
         self
     }
 
+    /// True when the planned run builds the code again (new code or runtime),
+    /// or when no build is known yet: `image_ref` will change.
+    fn rebuilds(&self, prior: &JobState) -> bool {
+        self.code_hash != prior.code_hash
+            || self.runtime != prior.runtime
+            || prior.image_ref.is_null()
+    }
+
     /// Copies the outcome of a finished run.
     fn fill_run(mut self, j: &Job) -> Self {
         self.phase = Value::Value(phase_str(j.status.phase).to_string());
         self.message = opt(&j.status.message);
         self.started_at = opt(&j.status.started_at);
         self.completed_at = opt(&j.status.completed_at);
+        self.image_ref = opt(&j.status.image_ref);
         self
     }
 
@@ -151,6 +165,7 @@ impl JobState {
             &mut self.message,
             &mut self.started_at,
             &mut self.completed_at,
+            &mut self.image_ref,
         ]);
         fields::unknowns_to_null([&mut self.memory_mb, &mut self.timeout_sec]);
         self
@@ -345,7 +360,8 @@ impl Resource for JobResource {
                     "message" => attr(String, Computed, "The entrypoint's return value, JSON-encoded: use `jsondecode(...)`. Not sensitive (so it can feed other resources and outputs): do not return secrets."),
                     "started_at" => attr(String, Computed, "RFC 3339 start of the last run."),
                     "completed_at" => attr(String, Computed, "RFC 3339 end of the last run."),
-                    "code_hash" => attr(String, Computed, "sha256 of the normalised content of `source_dir`, computed at plan time.")
+                    "code_hash" => attr(String, Computed, "sha256 of the normalised content of `source_dir`, computed at plan time."),
+                    "image_ref" => attr(String, Computed, "Reference of the image the last run was built into, where the backend has one (the local backend: `local/<namespace>/<name>:<first 12 hex of the zip's sha256>`). Changes only when the code or the runtime does.")
                 },
                 description: Description::markdown(
                     "Runs code once with an input and keeps its return value in state.",
@@ -426,6 +442,7 @@ impl Resource for JobResource {
         let c = self.shared.try_get();
         (planned.id, planned.namespace) = fields::plan_location(c.as_deref(), &planned.name);
         planned.unknown_run_outputs();
+        planned.image_ref = Value::Unknown;
         Some((planned, Value::Null))
     }
 
@@ -453,12 +470,16 @@ impl Resource for JobResource {
         if !replace.is_empty() {
             (planned.id, planned.namespace) = fields::plan_location(c.as_deref(), &planned.name);
             planned.unknown_run_outputs();
+            planned.image_ref = Value::Unknown;
         } else if planned.run_spec_differs(&prior)
             || prior.phase.as_ref_option().map(String::as_str) != Some(SUCCEEDED)
         {
             // Something the run depends on changed, or the last run did not
-            // succeed: run again.
+            // succeed: run again (and build again when the code changed).
             planned.unknown_run_outputs();
+            if planned.rebuilds(&prior) {
+                planned.image_ref = Value::Unknown;
+            }
         }
         Some((planned, private, replace))
     }
@@ -572,8 +593,23 @@ impl Resource for JobResource {
         diags: &mut Diagnostics,
         id: String,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        fields::import_unsupported(diags, "sless_job", "job", &id);
-        None
+        // `<namespace>/<name>` or `<name>`; `read` fills in the rest from
+        // the operator (`source_dir` stays null: the first plan sets it).
+        let c = self.shared.get(diags)?;
+        let name = fields::import_name(diags, &c, "sless_job", &id)?;
+        let state = JobState {
+            name: Value::Value(name.clone()),
+            namespace: Value::Value(c.namespace.clone()),
+            ..Default::default()
+        };
+        match self.read(diags, state, Value::Null, Value::Null).await {
+            Some(imported) if diags.errors.is_empty() => Some(imported),
+            Some(_) => None,
+            None => {
+                fields::import_missing(diags, "job", &name, &c.namespace);
+                None
+            }
+        }
     }
 
     async fn destroy<'a>(
@@ -632,6 +668,7 @@ mod tests {
         s.completed_at = v("2026-01-01T00:00:01Z");
         s.memory_mb = Value::Value(128);
         s.timeout_sec = Value::Value(30);
+        s.image_ref = v("local/sless-2bd806c9/sum:0123456789ab");
         s
     }
 
@@ -666,6 +703,8 @@ mod tests {
             assert!(planned.message.is_unknown());
             assert!(planned.phase.is_unknown());
             assert_eq!(planned.code_hash, prior.code_hash);
+            // A rerun of the same code reuses its build.
+            assert_eq!(planned.image_ref, prior.image_ref);
         }
         std::fs::write(
             d.path().join("main.py"),
@@ -675,6 +714,7 @@ mod tests {
         let planned = plan_in_place(&res(), &prior, &cfg).await;
         assert_ne!(planned.code_hash, prior.code_hash);
         assert!(planned.message.is_unknown());
+        assert!(planned.image_ref.is_unknown());
     }
 
     #[tokio::test]
@@ -738,6 +778,7 @@ mod tests {
         let cfg = config(d.path());
         let p = plan_create(&res(), &cfg).await;
         assert!(p.message.is_unknown() && p.completed_at.is_unknown());
+        assert!(p.image_ref.is_unknown());
         assert!(p.code_hash.is_value());
         assert_eq!(p.timeout_sec, Value::Value(30));
     }

@@ -1,12 +1,14 @@
 //! The sless Terraform provider: configuration, the operator client, source
 //! hashing and zipping, the `sless_function`, `sless_trigger`, `sless_job` and
-//! `sless_service` resources and the `sless_namespace` data source.
+//! `sless_service` resources and the `sless_namespace`, `sless_function` and
+//! `sless_trigger` data sources.
 
 pub mod client;
 pub mod code;
 pub mod diag;
 pub mod fields;
 pub mod function;
+pub mod function_data;
 pub mod job;
 pub mod namespace;
 pub mod provider;
@@ -16,6 +18,7 @@ pub mod source;
 mod test_support;
 pub mod token;
 pub mod trigger;
+pub mod trigger_data;
 pub mod wait;
 
 use std::process::ExitCode;

@@ -5,11 +5,13 @@
 use crate::client::{self, Client, ClientError};
 use crate::fields::{attr, check_timeout};
 use crate::function::FunctionResource;
+use crate::function_data::FunctionDataSource;
 use crate::job::JobResource;
 use crate::namespace::NamespaceDataSource;
 use crate::service::ServiceResource;
 use crate::token;
 use crate::trigger::TriggerResource;
+use crate::trigger_data::TriggerDataSource;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -318,6 +320,14 @@ impl Provider for SlessProvider {
         m.insert(
             "namespace".into(),
             Box::new(NamespaceDataSource::new(self.shared.clone())),
+        );
+        m.insert(
+            "function".into(),
+            Box::new(FunctionDataSource::new(self.shared.clone())),
+        );
+        m.insert(
+            "trigger".into(),
+            Box::new(TriggerDataSource::new(self.shared.clone())),
         );
         Some(m)
     }

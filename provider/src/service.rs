@@ -526,8 +526,23 @@ impl Resource for ServiceResource {
         diags: &mut Diagnostics,
         id: String,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        fields::import_unsupported(diags, "sless_service", "service", &id);
-        None
+        // `<namespace>/<name>` or `<name>`; `read` fills in the rest from
+        // the operator (`source_dir` stays null: the first plan sets it).
+        let c = self.shared.get(diags)?;
+        let name = fields::import_name(diags, &c, "sless_service", &id)?;
+        let state = ServiceState {
+            name: Value::Value(name.clone()),
+            namespace: Value::Value(c.namespace.clone()),
+            ..Default::default()
+        };
+        match self.read(diags, state, Value::Null, Value::Null).await {
+            Some(imported) if diags.errors.is_empty() => Some(imported),
+            Some(_) => None,
+            None => {
+                fields::import_missing(diags, "service", &name, &c.namespace);
+                None
+            }
+        }
     }
 
     async fn destroy<'a>(

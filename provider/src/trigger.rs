@@ -39,6 +39,9 @@ pub struct TriggerState {
     /// Whether the trigger fires / serves.
     #[serde(default)]
     pub enabled: Value<bool>,
+    /// How long create, update and delete wait, in seconds.
+    #[serde(default)]
+    pub wait_timeout_sec: Value<i64>,
     /// Namespace.
     #[serde(default)]
     pub namespace: Value<String>,
@@ -66,7 +69,8 @@ const COMPUTED_ONLY: [&str; 6] = [
     "last_run_at",
 ];
 
-fn phase_str(p: TriggerPhase) -> &'static str {
+/// The phase name as stored in state.
+pub(crate) fn phase_str(p: TriggerPhase) -> &'static str {
     match p {
         TriggerPhase::Active => "Active",
         TriggerPhase::Waiting => "Waiting",
@@ -186,25 +190,29 @@ impl TriggerResource {
             }))
         };
         let target = if enabled { "Active" } else { "Disabled" };
-        let (last, ok) = match fields::ended(
-            diags,
-            "trigger",
-            name,
-            target,
-            poll(c.wait_timeout, look).await,
-        ) {
-            Ended::Done(t) => (Some(t), true),
-            Ended::Failed(t, why) => {
-                diags.root_error(format!("Trigger {name} failed"), why);
-                (Some(t), false)
-            }
-            Ended::Reported(last) => (last, false),
-        };
+        let timeout = fields::wait_timeout(&state.wait_timeout_sec, c.wait_timeout);
+        let (last, ok) =
+            match fields::ended(diags, "trigger", name, target, poll(timeout, look).await) {
+                Ended::Done(t) => (Some(t), true),
+                Ended::Failed(t, why) => {
+                    diags.root_error(format!("Trigger {name} failed"), why);
+                    (Some(t), false)
+                }
+                Ended::Reported(last) => (last, false),
+            };
         if let Some(t) = &last {
             state = state.fill_from(t);
         }
         if ok { state } else { state.resolve_unknowns() }
     }
+}
+
+/// True when `a` and `b` differ at most in what only the provider uses
+/// (`wait_timeout_sec`): nothing to send, nothing to wait for.
+fn same_on_the_operator(a: &TriggerState, b: &TriggerState) -> bool {
+    let mut a = a.clone();
+    a.wait_timeout_sec = b.wait_timeout_sec;
+    a == *b
 }
 
 /// Checks type, schedule and payload together.
@@ -259,7 +267,7 @@ impl Resource for TriggerResource {
 
     fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
         use AttributeConstraint::{Computed, Optional, OptionalComputed, Required};
-        use AttributeType::{Bool, String};
+        use AttributeType::{Bool, Number, String};
         Some(Schema {
             version: 1,
             block: Block {
@@ -271,6 +279,7 @@ impl Resource for TriggerResource {
                     "schedule" => attr(String, Optional, "Cron schedule (cron only, required there): five fields, or six with leading seconds. Checked at plan time."),
                     "payload" => attr(String, Optional, "JSON text sent as the body of each cron invocation (cron only), e.g. `jsonencode({...})`."),
                     "enabled" => attr(Bool, OptionalComputed, "Whether the trigger serves (http) or fires (cron). Default `true`. A disabled http trigger answers 404."),
+                    "wait_timeout_sec" => attr(Number, Optional, "How long create, update and delete wait for the trigger, in seconds. Defaults to the provider's `wait_timeout_sec` (600). Changing it alone changes nothing on the operator."),
                     "id" => attr(String, Computed, "`<namespace>/<name>`."),
                     "namespace" => attr(String, Computed, "The namespace the trigger lives in."),
                     "url" => attr(String, Computed, "The public URL of an http trigger (no token needed); null for cron triggers. Stable for the life of the trigger."),
@@ -291,6 +300,7 @@ impl Resource for TriggerResource {
             !config.computed_only(n).is_null()
         });
         fields::check_name(diags, "trigger", &config.name);
+        fields::check_timeout(diags, "wait_timeout_sec", &config.wait_timeout_sec);
         if let Value::Value(f) = &config.function
             && let Err(e) = validate::name("function", f)
         {
@@ -370,7 +380,7 @@ impl Resource for TriggerResource {
         }
         if !replace.is_empty() {
             self.plan_new(&mut planned);
-        } else if planned != prior {
+        } else if !same_on_the_operator(&planned, &prior) {
             planned.unknown_status();
         }
         Some((planned, private, replace))
@@ -434,10 +444,13 @@ impl Resource for TriggerResource {
         };
         let mut state = planned;
         state.url = prior.url.clone();
-        if patch != UpdateTrigger::default() {
-            let t = fields::update::<Trigger>(diags, &c, &ns, &name, &patch).await?;
-            state = state.fill_from(&t);
+        if patch == UpdateTrigger::default() {
+            // Only `wait_timeout_sec` changed: nothing to tell the operator,
+            // and the planned status is the prior one.
+            return Some((state, private));
         }
+        let t = fields::update::<Trigger>(diags, &c, &ns, &name, &patch).await?;
+        state = state.fill_from(&t);
         let state = Self::wait_settled(diags, &c, state, &ns, &name, enabled).await;
         Some((state, private))
     }
@@ -447,8 +460,23 @@ impl Resource for TriggerResource {
         diags: &mut Diagnostics,
         id: String,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        fields::import_unsupported(diags, "sless_trigger", "trigger", &id);
-        None
+        // `<namespace>/<name>` or `<name>`; `read` fills in the rest from
+        // the operator (all but `wait_timeout_sec`).
+        let c = self.shared.get(diags)?;
+        let name = fields::import_name(diags, &c, "sless_trigger", &id)?;
+        let state = TriggerState {
+            name: Value::Value(name.clone()),
+            namespace: Value::Value(c.namespace.clone()),
+            ..Default::default()
+        };
+        match self.read(diags, state, Value::Null, Value::Null).await {
+            Some(imported) if diags.errors.is_empty() => Some(imported),
+            Some(_) => None,
+            None => {
+                fields::import_missing(diags, "trigger", &name, &c.namespace);
+                None
+            }
+        }
     }
 
     async fn destroy<'a>(
@@ -459,8 +487,8 @@ impl Resource for TriggerResource {
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<()> {
         let c = self.shared.get(diags)?;
-        fields::delete_and_wait::<Trigger>(diags, &c, &prior.namespace, &prior.name, c.wait_timeout)
-            .await
+        let timeout = fields::wait_timeout(&prior.wait_timeout_sec, c.wait_timeout);
+        fields::delete_and_wait::<Trigger>(diags, &c, &prior.namespace, &prior.name, timeout).await
     }
 }
 
@@ -550,6 +578,12 @@ mod tests {
             vec![AttributePath::new("type")]
         );
         let mut cfg = http();
+        cfg.wait_timeout_sec = Value::Value(0);
+        assert_eq!(
+            validate_errors(&res(), cfg).await,
+            vec![AttributePath::new("wait_timeout_sec")]
+        );
+        let mut cfg = http();
         cfg.url = v("x");
         assert_eq!(
             validate_errors(&res(), cfg).await,
@@ -600,6 +634,36 @@ mod tests {
         assert!(replace.is_empty());
         assert_eq!(planned.url, prior.url);
         assert!(planned.phase.is_unknown());
+    }
+
+    #[tokio::test]
+    async fn a_wait_timeout_change_alone_keeps_the_status() {
+        for cfg in [cron(), http()] {
+            let prior = applied(&cfg);
+            let mut cfg2 = cfg.clone();
+            cfg2.wait_timeout_sec = Value::Value(30);
+            let (planned, replace) = plan_update(&res(), &prior, &cfg2).await;
+            assert!(replace.is_empty());
+            assert_eq!(planned.wait_timeout_sec, Value::Value(30));
+            assert_eq!(planned.phase, prior.phase);
+            assert_eq!(planned.next_run_at, prior.next_run_at);
+            // Nothing to send: update returns the plan without asking the
+            // operator (the test provider's endpoint answers nothing).
+            let mut diags = Diagnostics::default();
+            let (state, _) = res()
+                .update(
+                    &mut diags,
+                    prior,
+                    planned.clone(),
+                    cfg2,
+                    Value::Null,
+                    Value::Null,
+                )
+                .await
+                .unwrap();
+            assert!(diags.errors.is_empty(), "{:?}", diags.errors);
+            assert_eq!(state, planned);
+        }
     }
 
     #[tokio::test]

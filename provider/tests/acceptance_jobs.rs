@@ -58,6 +58,10 @@ output "message" {{
 output "chain_url" {{
   value = sless_function.chain.invoke_url
 }}
+
+output "image_ref" {{
+  value = sless_job.sum.image_ref
+}}
 "#,
         header = tf_header()
     );
@@ -111,6 +115,16 @@ async fn job_lifecycle_chain_and_failures_with_real_terraform() {
     let out = tf.outputs();
     assert_eq!(out["message"]["value"], "600", "{out}");
     assert_eq!(runs(), 1);
+    // The build the run used, as the operator reports it.
+    let ns = sless_wire::namespace_for_sub(sub);
+    let image_ref = out["image_ref"]["value"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        image_ref.starts_with(&format!("local/{ns}/acc-sum:")) && image_ref.len() > 30,
+        "{out}"
+    );
 
     // 2. Chain: the job's message is the function's env var.
     let chain_url = out["chain_url"]["value"].as_str().unwrap().to_string();
@@ -142,6 +156,11 @@ async fn job_lifecycle_chain_and_failures_with_real_terraform() {
     tf.apply();
     assert_eq!(runs(), 2, "the job ran again");
     assert_eq!(tf.outputs()["message"]["value"], "600");
+    assert_eq!(
+        tf.outputs()["image_ref"]["value"],
+        image_ref.as_str(),
+        "a rerun of the same code keeps its build"
+    );
     let (code, plan) = tf.plan_code();
     assert_eq!(code, 0, "plan after the rerun must be empty:\n{plan}");
 

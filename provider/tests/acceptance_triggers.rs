@@ -263,3 +263,46 @@ resource "sless_trigger" "bad" {
         .unwrap();
     assert_eq!(r.status(), 404);
 }
+
+/// A trigger's own `wait_timeout_sec` bounds its create wait (the provider's
+/// is 300 s here): a trigger of a function that does not exist stays
+/// Waiting, and apply gives up after 3 s saying what it last saw.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trigger_waits_only_its_own_wait_timeout_sec() {
+    if skip() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let op = Operator::start(&root.path().join("operator"));
+    let token = op.token("trigger-wait@example.com");
+    let tf = Tf::new(root.path(), &op.base_url, &token);
+    tf.write_main(&format!(
+        r#"{header}
+resource "sless_trigger" "orphan" {{
+  name             = "acc-orphan"
+  function         = "acc-nobody"
+  type             = "http"
+  wait_timeout_sec = 3
+}}
+"#,
+        header = tf_header()
+    ));
+    let start = std::time::Instant::now();
+    let out = tf.run(&["apply", "-auto-approve", "-input=false", "-no-color"]);
+    let took = start.elapsed();
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(!flat(&all).contains("TERRAFORM CRASH"), "{all}");
+    assert!(
+        flat(&all).contains("Timed out waiting for trigger acc-orphan"),
+        "{all}"
+    );
+    assert!(flat(&all).contains("gave up after 3 s"), "{all}");
+    assert!(flat(&all).contains("phase Waiting"), "{all}");
+    assert!(
+        took < Duration::from_secs(60),
+        "the trigger's 3 s, not the provider's 300 s: took {took:?}"
+    );
+    // The half-created trigger is in state (tainted); destroy removes it.
+    tf.ok(&["destroy", "-auto-approve", "-input=false", "-no-color"]);
+}

@@ -140,6 +140,11 @@ pub struct JobStatus {
     /// The client's source hash, as given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_hash: Option<String>,
+    /// Image reference of the last successful build: the kube backend's
+    /// image; for the local backend `local/<ns>/<name>:<first 12 hex of
+    /// code_sha256>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_ref: Option<String>,
     /// The generation this status describes.
     #[serde(default)]
     pub observed_generation: u64,

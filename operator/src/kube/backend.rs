@@ -266,6 +266,7 @@ pub fn job_to_wire(j: &FunctionJob) -> Result<sless_wire::Job> {
             completed_at: st.completed_at.clone(),
             code_sha256: code.map(|c| c.sha256.clone()),
             source_hash: code.and_then(|c| c.source_hash.clone()),
+            image_ref: st.image_ref.clone(),
             observed_generation: st.observed_generation.unwrap_or(0).max(0) as u64,
         },
         created_at,

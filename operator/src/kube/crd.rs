@@ -331,6 +331,9 @@ pub struct FunctionJobStatus {
     /// Name of the k8s Job running the current generation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<String>,
+    /// The image of the last successful build.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_ref: Option<String>,
     /// RFC 3339 start of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,

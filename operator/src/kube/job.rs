@@ -179,6 +179,7 @@ async fn apply(j: Arc<FunctionJob>, ctx: Arc<Ctx>) -> Result<Action, KubeError> 
             return Ok(Action::await_change());
         }
         Progress::Succeeded => {
+            st.image_ref = Some(image.clone());
             set_condition(&mut st.conditions, "Built", true, "Built", &image);
         }
     }

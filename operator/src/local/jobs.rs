@@ -102,6 +102,8 @@ impl Inner {
             Ok((b, _)) => b,
             Err(msg) => return self.fail_job(&k, generation, format!("build failed: {msg}")),
         };
+        let image_ref = format!("local/{}/{}:{}", k.0, k.1, super::build::short_sha(&sha));
+        self.job_status(&k, generation, |s| s.image_ref = Some(image_ref));
         match self.run_once(&k, generation, &spec, &built).await {
             Ok(result) => {
                 self.job_status(&k, generation, |s| {
@@ -299,6 +301,7 @@ pub(super) fn new_job(ns: &str, name: &str, spec: JobSpec) -> Job {
             completed_at: None,
             code_sha256: None,
             source_hash: None,
+            image_ref: None,
             observed_generation: 0,
         },
         created_at: now.clone(),

@@ -1,0 +1,5 @@
+data "sless_namespace" "me" {}
+
+output "namespace" {
+  value = data.sless_namespace.me.namespace
+}
