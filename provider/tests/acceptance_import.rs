@@ -288,23 +288,80 @@ async fn import_then_plan_for_every_resource_with_real_terraform() {
     assert_eq!(code, 0, "{plan}");
 
     // 6. `import {}` blocks (Terraform >= 1.5): plan shows the import of the
-    //    trigger with no change, apply records it.
-    tf.ok(&["state", "rm", "sless_trigger.web"]);
-    tf.write_main(&config(&format!(
-        "\nimport {{\n  to = sless_trigger.web\n  id = \"{ns}/acc-im-web\"\n}}\n"
-    )));
-    let (code, shown) = plan_changes(&tf);
-    assert!(code == 0 || code == 2, "{shown}");
-    let ch = change_of(&shown, "sless_trigger.web");
-    assert_eq!(ch["actions"], json!(["no-op"]), "{ch}");
-    assert_eq!(ch["importing"]["id"], format!("{ns}/acc-im-web"), "{ch}");
-    let out = tf.ok(&["apply", "-input=false", "-no-color", "tfplan"]);
-    assert!(
-        flat(&out).contains("1 imported, 0 added, 0 changed, 0 destroyed"),
-        "{out}"
-    );
-    let (code, plan) = tf.plan_code();
-    assert_eq!(code, 0, "{plan}");
+    //    trigger with no change, apply records it; then
+    //    `plan -generate-config-out` writes the configuration of an imported
+    //    trigger the configuration does not have, and it plans clean.
+    if terraform_at_least(1, 5, "import blocks and plan -generate-config-out") {
+        tf.ok(&["state", "rm", "sless_trigger.web"]);
+        tf.write_main(&config(&format!(
+            "\nimport {{\n  to = sless_trigger.web\n  id = \"{ns}/acc-im-web\"\n}}\n"
+        )));
+        let (code, shown) = plan_changes(&tf);
+        assert!(code == 0 || code == 2, "{shown}");
+        let ch = change_of(&shown, "sless_trigger.web");
+        assert_eq!(ch["actions"], json!(["no-op"]), "{ch}");
+        assert_eq!(ch["importing"]["id"], format!("{ns}/acc-im-web"), "{ch}");
+        let out = tf.ok(&["apply", "-input=false", "-no-color", "tfplan"]);
+        assert!(
+            flat(&out).contains("1 imported, 0 added, 0 changed, 0 destroyed"),
+            "{out}"
+        );
+        let (code, plan) = tf.plan_code();
+        assert_eq!(code, 0, "{plan}");
+
+        // The cron trigger leaves the configuration and the state; an import
+        // block alone brings it back with generated configuration.
+        tf.ok(&["state", "rm", "sless_trigger.tick"]);
+        let tick = config("");
+        let (a, b) = (
+            tick.find("resource \"sless_trigger\" \"tick\"").unwrap(),
+            tick.find("resource \"sless_job\"").unwrap(),
+        );
+        tf.write_main(&format!(
+            "{}{}\nimport {{\n  to = sless_trigger.tick\n  id = \"acc-im-tick\"\n}}\n",
+            &tick[..a],
+            &tick[b..]
+        ));
+        let out = tf.run(&[
+            "plan",
+            "-input=false",
+            "-no-color",
+            "-generate-config-out=generated.tf",
+            "-out=tfplan",
+        ]);
+        assert!(out.status.success(), "{}", text(&out));
+        let generated = std::fs::read_to_string(tf.dir.join("generated.tf")).unwrap();
+        for want in [
+            "resource \"sless_trigger\" \"tick\"",
+            "name = \"acc-im-tick\"",
+            "function = \"acc-im-fn\"",
+            "schedule = \"0 0 1 1 *\"",
+            "type = \"cron\"",
+            "from = \"cron\"",
+        ] {
+            assert!(
+                flat(&generated).contains(want),
+                "want {want:?} in:\n{generated}"
+            );
+        }
+        let out = tf.ok(&["apply", "-input=false", "-no-color", "tfplan"]);
+        assert!(
+            flat(&out).contains("1 imported, 0 added, 0 changed"),
+            "{out}"
+        );
+        let (code, plan) = tf.plan_code();
+        assert_eq!(code, 0, "generated configuration plans clean:\n{plan}");
+        std::fs::remove_file(tf.dir.join("generated.tf")).unwrap();
+        tf.write_main(&config(""));
+        tf.ok(&["state", "rm", "sless_trigger.tick"]);
+        tf.ok(&[
+            "import",
+            "-input=false",
+            "-no-color",
+            "sless_trigger.tick",
+            "acc-im-tick",
+        ]);
+    }
 
     // 7. Destroy removes the adopted objects from the operator.
     tf.write_main(&config(""));

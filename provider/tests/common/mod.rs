@@ -39,6 +39,40 @@ pub fn terraform_bin() -> String {
     std::env::var("TERRAFORM").unwrap_or_else(|_| "terraform".to_string())
 }
 
+/// The `(major, minor)` of the Terraform the tests run, from the first line of
+/// `terraform version` (`Terraform v1.11.4`).
+pub fn terraform_version() -> (u32, u32) {
+    let out = Command::new(terraform_bin())
+        .arg("version")
+        .env("CHECKPOINT_DISABLE", "1")
+        .output()
+        .expect("run terraform version (set TERRAFORM or put it on PATH)");
+    let first = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let v = first.trim_start_matches("Terraform v");
+    let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let major = parts.next().unwrap_or(0);
+    let minor = parts.next().unwrap_or(0);
+    (major, minor)
+}
+
+/// Whether the Terraform under test is at least `major.minor`; prints why a
+/// step is skipped when it is not.
+pub fn terraform_at_least(major: u32, minor: u32, feature: &str) -> bool {
+    let have = terraform_version();
+    if have < (major, minor) {
+        println!(
+            "skipped: {feature} needs Terraform >= {major}.{minor}, this is {}.{}",
+            have.0, have.1
+        );
+        return false;
+    }
+    true
+}
+
 /// The real operator on a loopback port with a temporary data dir.
 pub struct Operator {
     child: Child,
