@@ -27,6 +27,7 @@ fn spec(runtime: Runtime, entrypoint: &str) -> FunctionSpec {
         runtime,
         entrypoint: entrypoint.into(),
         env_vars: Default::default(),
+        secret_env_vars: Default::default(),
         memory_mb: 256,
         timeout_sec: 30,
         min_instances: 0,

@@ -23,6 +23,75 @@ use tf_provider::{AttributePath, Diagnostics};
 /// A Terraform map of strings as it arrives in state and config.
 pub type EnvMap = Value<BTreeMap<String, Value<String>>>;
 
+/// A sensitive attribute (Terraform never shows its value) with a markdown
+/// description.
+pub fn sensitive_attr(t: AttributeType, c: AttributeConstraint, doc: &str) -> Attribute {
+    Attribute {
+        sensitive: true,
+        ..attr(t, c, doc)
+    }
+}
+
+/// The planned `secret_env_vars_hash`: the operator's fingerprint of the
+/// configured values (null without secrets, unknown while a value is).
+pub fn plan_secret_hash(secrets: &EnvMap) -> Value<String> {
+    match known_env(secrets) {
+        None => Value::Unknown,
+        Some(m) if m.is_empty() => Value::Null,
+        Some(m) => Value::Value(sless_wire::secret_hash(&m)),
+    }
+}
+
+/// The operator's `secret_env_vars_hash` (null without secrets).
+pub fn secret_hash_from_api(s: &sless_wire::SecretEnv) -> Value<String> {
+    if s.is_empty() {
+        Value::Null
+    } else {
+        Value::Value(s.hash.clone())
+    }
+}
+
+/// The secrets to send at apply time (an empty map removes them).
+pub fn secrets_at_apply(diags: &mut Diagnostics, v: &EnvMap) -> Option<sless_wire::SecretValues> {
+    let m = known_env(v);
+    if m.is_none() {
+        diags.error_short(
+            "secret_env_vars are not known at apply time",
+            AttributePath::new("secret_env_vars"),
+        );
+    }
+    m.map(sless_wire::SecretValues)
+}
+
+/// Checks `secret_env_vars` with the operator's rules: no null values, the
+/// `env_vars` name rules and sizes, no name also in `env_vars`. Messages
+/// never carry a value.
+pub fn check_secret_env_vars(diags: &mut Diagnostics, secrets: &EnvMap, env: &EnvMap) {
+    let Value::Value(m) = secrets else {
+        return;
+    };
+    for (k, val) in m {
+        if val.is_null() {
+            diags.error(
+                "Invalid secret_env_vars",
+                format!("{k} is null: give it a value or remove it"),
+                AttributePath::new("secret_env_vars").key(k.clone()),
+            );
+        }
+    }
+    let known: BTreeMap<String, String> = m
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_ref_option().cloned().unwrap_or_default()))
+        .collect();
+    let plain: BTreeMap<String, String> = match env {
+        Value::Value(e) => e.keys().map(|k| (k.clone(), String::new())).collect(),
+        _ => BTreeMap::new(),
+    };
+    if let Err(e) = sless_wire::secret::validate_secrets(&known, &plain) {
+        field_error(diags, "Invalid secret_env_vars", &e);
+    }
+}
+
 /// A non-sensitive attribute with a markdown description.
 pub fn attr(t: AttributeType, c: AttributeConstraint, doc: &str) -> Attribute {
     Attribute {

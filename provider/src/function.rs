@@ -43,6 +43,12 @@ pub struct FunctionState {
     /// Environment variables.
     #[serde(default)]
     pub env_vars: Value<BTreeMap<String, Value<String>>>,
+    /// Secret environment variables (sensitive).
+    #[serde(default)]
+    pub secret_env_vars: fields::EnvMap,
+    /// The operator's fingerprint of `secret_env_vars`.
+    #[serde(default)]
+    pub secret_env_vars_hash: Value<String>,
     /// Memory limit in MiB.
     #[serde(default)]
     pub memory_mb: Value<i64>,
@@ -79,8 +85,9 @@ pub struct FunctionState {
 }
 
 /// Attributes only the provider sets; configuring them is an error.
-const COMPUTED_ONLY: [&str; 7] = [
+const COMPUTED_ONLY: [&str; 8] = [
     "id",
+    "secret_env_vars_hash",
     "namespace",
     "code_hash",
     "phase",
@@ -93,6 +100,7 @@ impl FunctionState {
     fn computed_only(&self, name: &str) -> &Value<String> {
         match name {
             "id" => &self.id,
+            "secret_env_vars_hash" => &self.secret_env_vars_hash,
             "namespace" => &self.namespace,
             "code_hash" => &self.code_hash,
             "phase" => &self.phase,
@@ -114,6 +122,7 @@ impl FunctionState {
     fn resolve_unknowns(mut self) -> Self {
         fields::unknowns_to_null([
             &mut self.id,
+            &mut self.secret_env_vars_hash,
             &mut self.namespace,
             &mut self.code_hash,
             &mut self.phase,
@@ -133,6 +142,7 @@ impl FunctionState {
     /// Copies what the operator reports into the computed attributes.
     fn fill_from(mut self, f: &Function, invoke_url: String) -> Self {
         self.id = Value::Value(format!("{}/{}", f.namespace, f.name));
+        self.secret_env_vars_hash = fields::secret_hash_from_api(&f.spec.secret_env_vars);
         self.namespace = Value::Value(f.namespace.clone());
         self.phase = Value::Value(f.status.phase.as_str().to_string());
         self.image_ref = opt(&f.status.image_ref);
@@ -255,6 +265,8 @@ impl Resource for FunctionResource {
                     "entrypoint" => attr(String, Required, "`module.function`: `main.handler` (Python: dotted module path; Node.js: file path without extension). Changing it restarts the function without a rebuild."),
                     "source_dir" => attr(String, Required, "Folder with the function's code, e.g. `\"${path.module}/src\"`. Zipped deterministically; `requirements.txt` / `package.json` are installed at build time."),
                     "env_vars" => attr(Map(Box::new(String)), Optional, "Environment variables given to the function. Names starting with `SLESS_` are reserved. Changing them restarts the function without a rebuild."),
+                    "secret_env_vars" => fields::sensitive_attr(Map(Box::new(String)), Optional, "Secret environment variables given to the function (sensitive: never shown in plans). The operator stores them apart (a file with mode 0600 on the local backend) and never returns them: it answers with their names and `secret_env_vars_hash`. Names follow the `env_vars` rules and cannot also be in `env_vars`. Changing them restarts the function without a rebuild."),
+                    "secret_env_vars_hash" => attr(String, Computed, "The operator's fingerprint of `secret_env_vars` (sha256 over the names and values): a value changed outside Terraform shows here as drift and plans an in-place update. Null without secrets."),
                     "memory_mb" => attr(Number, OptionalComputed, "Memory limit in MiB, 64-4096 (default 128)."),
                     "timeout_sec" => attr(Number, OptionalComputed, "Per-invocation timeout in seconds, 1-900 (default 30)."),
                     "min_instances" => attr(Number, OptionalComputed, "Processes kept running when the function is idle: `0` (default) stops its process after `idle_timeout_sec` without a request, and the next request starts it again (a cold start, held until the process is ready); `1` keeps one process always up. Changing it applies without a restart."),
@@ -290,6 +302,7 @@ impl Resource for FunctionResource {
         );
         fields::check_scaling(diags, config.min_instances, config.idle_timeout_sec);
         fields::check_env_vars(diags, &config.env_vars);
+        fields::check_secret_env_vars(diags, &config.secret_env_vars, &config.env_vars);
         fields::check_source_dir(diags, &config.source_dir);
         Some(())
     }
@@ -330,6 +343,7 @@ impl Resource for FunctionResource {
         let mut planned = proposed;
         apply_defaults(&mut planned, &config);
         planned.code_hash = plan_hash(diags, &planned.source_dir)?;
+        planned.secret_env_vars_hash = fields::plan_secret_hash(&planned.secret_env_vars);
         planned.unknown_build_outputs();
         // Where the function will live is known as soon as the provider is
         // configured and the name is known.
@@ -349,6 +363,7 @@ impl Resource for FunctionResource {
         let mut planned = proposed;
         apply_defaults(&mut planned, &config);
         planned.code_hash = plan_hash(diags, &planned.source_dir)?;
+        planned.secret_env_vars_hash = fields::plan_secret_hash(&planned.secret_env_vars);
         let mut replace = Vec::new();
         if planned.name != prior.name {
             replace.push(AttributePath::new("name"));
@@ -399,6 +414,7 @@ impl Resource for FunctionResource {
             runtime: planned.runtime.as_ref_option().cloned(),
             entrypoint: planned.entrypoint.as_ref_option().cloned(),
             env_vars: env,
+            secret_env_vars: fields::secrets_at_apply(diags, &planned.secret_env_vars)?,
             memory_mb: planned.memory_mb.as_ref_option().copied(),
             timeout_sec: planned.timeout_sec.as_ref_option().copied(),
             min_instances: planned.min_instances.as_ref_option().copied(),
@@ -437,6 +453,13 @@ impl Resource for FunctionResource {
             entrypoint: fields::changed(&planned.entrypoint, &prior.entrypoint),
             env_vars: if planned.env_vars != prior.env_vars {
                 Some(env_at_apply(diags, &planned.env_vars)?)
+            } else {
+                None
+            },
+            secret_env_vars: if planned.secret_env_vars != prior.secret_env_vars
+                || planned.secret_env_vars_hash != prior.secret_env_vars_hash
+            {
+                Some(fields::secrets_at_apply(diags, &planned.secret_env_vars)?)
             } else {
                 None
             },

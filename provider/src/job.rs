@@ -47,6 +47,12 @@ pub struct JobState {
     /// Environment variables.
     #[serde(default)]
     pub env_vars: fields::EnvMap,
+    /// Secret environment variables (sensitive).
+    #[serde(default)]
+    pub secret_env_vars: fields::EnvMap,
+    /// The operator's fingerprint of `secret_env_vars`.
+    #[serde(default)]
+    pub secret_env_vars_hash: Value<String>,
     /// The event, as JSON text.
     #[serde(default)]
     pub input: Value<String>,
@@ -86,8 +92,9 @@ pub struct JobState {
 }
 
 /// Attributes only the provider sets.
-const COMPUTED_ONLY: [&str; 8] = [
+const COMPUTED_ONLY: [&str; 9] = [
     "id",
+    "secret_env_vars_hash",
     "namespace",
     "phase",
     "message",
@@ -111,6 +118,7 @@ impl JobState {
     fn computed_only(&self, name: &str) -> &Value<String> {
         match name {
             "id" => &self.id,
+            "secret_env_vars_hash" => &self.secret_env_vars_hash,
             "namespace" => &self.namespace,
             "phase" => &self.phase,
             "message" => &self.message,
@@ -132,6 +140,7 @@ impl JobState {
     /// Copies the operator's view into the computed attributes.
     fn fill_from(mut self, j: &Job) -> Self {
         self.id = Value::Value(format!("{}/{}", j.namespace, j.name));
+        self.secret_env_vars_hash = fields::secret_hash_from_api(&j.spec.secret_env_vars);
         self.namespace = Value::Value(j.namespace.clone());
         self.memory_mb = Value::Value(i64::from(j.spec.memory_mb));
         self.timeout_sec = Value::Value(i64::from(j.spec.timeout_sec));
@@ -160,6 +169,7 @@ impl JobState {
     fn resolve_unknowns(mut self) -> Self {
         fields::unknowns_to_null([
             &mut self.id,
+            &mut self.secret_env_vars_hash,
             &mut self.namespace,
             &mut self.phase,
             &mut self.message,
@@ -177,6 +187,7 @@ impl JobState {
             || self.runtime != prior.runtime
             || self.entrypoint != prior.entrypoint
             || self.env_vars != prior.env_vars
+            || self.secret_env_vars_hash != prior.secret_env_vars_hash
             || self.input != prior.input
             || self.run_id != prior.run_id
             || self.memory_mb != prior.memory_mb
@@ -349,6 +360,8 @@ impl Resource for JobResource {
                     "entrypoint" => attr(String, Required, "`module.function` called once with `input` as the event. Changing it reruns."),
                     "source_dir" => attr(String, Required, "Folder with the job's code, e.g. `\"${path.module}/src\"`. Built like a function's; a content change reruns."),
                     "env_vars" => attr(Map(Box::new(String)), Optional, "Environment variables of the run. Changing them reruns."),
+                    "secret_env_vars" => fields::sensitive_attr(Map(Box::new(String)), Optional, "Secret environment variables of the run (sensitive: never shown in plans). Stored apart by the operator, never returned (only their names and `secret_env_vars_hash`). Names follow the `env_vars` rules and cannot also be in `env_vars`. Changing them reruns, without a rebuild."),
+                    "secret_env_vars_hash" => attr(String, Computed, "The operator's fingerprint of `secret_env_vars` (sha256 over the names and values): a value changed outside Terraform shows here as drift and plans an in-place update. Null without secrets."),
                     "input" => attr(String, Optional, "The event as JSON text, e.g. `jsonencode({numbers = [1, 2]})` (default `null`). Compared as JSON: reformatting is not a change. Changing it reruns."),
                     "run_id" => attr(Number, Optional, "Any number; change it to run the job again (an in-place update)."),
                     "wait_timeout_sec" => attr(Number, Optional, "How long create and update wait for the build and the run, in seconds (default 900)."),
@@ -384,6 +397,7 @@ impl Resource for JobResource {
             config.wait_timeout_sec,
         );
         fields::check_env_vars(diags, &config.env_vars);
+        fields::check_secret_env_vars(diags, &config.secret_env_vars, &config.env_vars);
         fields::check_source_dir(diags, &config.source_dir);
         if let Value::Value(i) = &config.input
             && let Err(e) = validate_input("input", i)
@@ -439,6 +453,7 @@ impl Resource for JobResource {
         let mut planned = proposed;
         apply_defaults(&mut planned, &config);
         planned.code_hash = plan_hash(diags, &planned.source_dir)?;
+        planned.secret_env_vars_hash = fields::plan_secret_hash(&planned.secret_env_vars);
         let c = self.shared.try_get();
         (planned.id, planned.namespace) = fields::plan_location(c.as_deref(), &planned.name);
         planned.unknown_run_outputs();
@@ -458,6 +473,7 @@ impl Resource for JobResource {
         let mut planned = proposed;
         apply_defaults(&mut planned, &config);
         planned.code_hash = plan_hash(diags, &planned.source_dir)?;
+        planned.secret_env_vars_hash = fields::plan_secret_hash(&planned.secret_env_vars);
         let mut replace = Vec::new();
         if planned.name != prior.name {
             replace.push(AttributePath::new("name"));
@@ -511,6 +527,7 @@ impl Resource for JobResource {
             runtime: planned.runtime.as_ref_option().cloned(),
             entrypoint: planned.entrypoint.as_ref_option().cloned(),
             env_vars: env,
+            secret_env_vars: fields::secrets_at_apply(diags, &planned.secret_env_vars)?,
             input: planned.input.as_ref_option().cloned(),
             run_id: planned.run_id.as_ref_option().copied(),
             memory_mb: planned.memory_mb.as_ref_option().copied(),
@@ -543,6 +560,13 @@ impl Resource for JobResource {
             entrypoint: fields::changed(&planned.entrypoint, &prior.entrypoint),
             env_vars: if planned.env_vars != prior.env_vars {
                 Some(env_at_apply(diags, &planned.env_vars)?)
+            } else {
+                None
+            },
+            secret_env_vars: if planned.secret_env_vars != prior.secret_env_vars
+                || planned.secret_env_vars_hash != prior.secret_env_vars_hash
+            {
+                Some(fields::secrets_at_apply(diags, &planned.secret_env_vars)?)
             } else {
                 None
             },

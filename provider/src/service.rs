@@ -53,6 +53,12 @@ pub struct ServiceState {
     /// Environment variables.
     #[serde(default)]
     pub env_vars: fields::EnvMap,
+    /// Secret environment variables (sensitive).
+    #[serde(default)]
+    pub secret_env_vars: fields::EnvMap,
+    /// The operator's fingerprint of `secret_env_vars`.
+    #[serde(default)]
+    pub secret_env_vars_hash: Value<String>,
     /// Memory limit in MiB.
     #[serde(default)]
     pub memory_mb: Value<i64>,
@@ -83,8 +89,9 @@ pub struct ServiceState {
 }
 
 /// Attributes only the provider sets.
-const COMPUTED_ONLY: [&str; 6] = [
+const COMPUTED_ONLY: [&str; 7] = [
     "id",
+    "secret_env_vars_hash",
     "namespace",
     "url",
     "phase",
@@ -96,6 +103,7 @@ impl ServiceState {
     fn computed_only(&self, name: &str) -> &Value<String> {
         match name {
             "id" => &self.id,
+            "secret_env_vars_hash" => &self.secret_env_vars_hash,
             "namespace" => &self.namespace,
             "url" => &self.url,
             "phase" => &self.phase,
@@ -122,6 +130,7 @@ impl ServiceState {
     /// `url` is kept (it is stable for the life of the service).
     fn fill_from(mut self, s: &Service) -> Self {
         self.id = Value::Value(format!("{}/{}", s.namespace, s.name));
+        self.secret_env_vars_hash = fields::secret_hash_from_api(&s.spec.secret_env_vars);
         self.namespace = Value::Value(s.namespace.clone());
         self.phase = Value::Value(s.status.phase.as_str().to_string());
         self.last_built_at = opt(&s.status.last_built_at);
@@ -138,6 +147,7 @@ impl ServiceState {
     fn resolve_unknowns(mut self) -> Self {
         fields::unknowns_to_null([
             &mut self.id,
+            &mut self.secret_env_vars_hash,
             &mut self.namespace,
             &mut self.url,
             &mut self.phase,
@@ -283,6 +293,8 @@ impl Resource for ServiceResource {
                     "command" => attr(List(Box::new(String)), Optional, "A full command line instead of `entrypoint`, e.g. `[\"python3\", \"-m\", \"app\"]`. Changing it restarts without a rebuild."),
                     "source_dir" => attr(String, Required, "Folder with the service's code, e.g. `\"${path.module}/src\"`. A content change rebuilds."),
                     "env_vars" => attr(Map(Box::new(String)), Optional, "Environment variables (`PORT` is set by the platform). Changing them restarts without a rebuild."),
+                    "secret_env_vars" => fields::sensitive_attr(Map(Box::new(String)), Optional, "Secret environment variables (sensitive: never shown in plans). Stored apart by the operator, never returned (only their names and `secret_env_vars_hash`). Names follow the `env_vars` rules and cannot also be in `env_vars`. Changing them restarts the service without a rebuild."),
+                    "secret_env_vars_hash" => attr(String, Computed, "The operator's fingerprint of `secret_env_vars` (sha256 over the names and values): a value changed outside Terraform shows here as drift and plans an in-place update. Null without secrets."),
                     "memory_mb" => attr(Number, OptionalComputed, "Memory limit in MiB, 64-4096 (default 128). Changing it restarts without a rebuild."),
                     "timeout_sec" => attr(Number, OptionalComputed, "Per-request timeout at the proxy in seconds, 1-900 (default 30)."),
                     "health_path" => attr(String, OptionalComputed, "Readiness path polled until it answers below 500 (default `/`)."),
@@ -321,6 +333,7 @@ impl Resource for ServiceResource {
             field_error(diags, "Invalid health_path", &e);
         }
         fields::check_env_vars(diags, &config.env_vars);
+        fields::check_secret_env_vars(diags, &config.secret_env_vars, &config.env_vars);
         fields::check_source_dir(diags, &config.source_dir);
         Some(())
     }
@@ -373,6 +386,7 @@ impl Resource for ServiceResource {
         let mut planned = proposed;
         apply_defaults(&mut planned, &config);
         planned.code_hash = plan_hash(diags, &planned.source_dir)?;
+        planned.secret_env_vars_hash = fields::plan_secret_hash(&planned.secret_env_vars);
         let c = self.shared.try_get();
         (planned.id, planned.namespace) = fields::plan_location(c.as_deref(), &planned.name);
         planned.url = Value::Unknown;
@@ -392,6 +406,7 @@ impl Resource for ServiceResource {
         let mut planned = proposed;
         apply_defaults(&mut planned, &config);
         planned.code_hash = plan_hash(diags, &planned.source_dir)?;
+        planned.secret_env_vars_hash = fields::plan_secret_hash(&planned.secret_env_vars);
         let mut replace = Vec::new();
         if planned.name != prior.name {
             replace.push(AttributePath::new("name"));
@@ -442,6 +457,7 @@ impl Resource for ServiceResource {
             entrypoint: planned.entrypoint.as_ref_option().cloned(),
             command: planned.command_vec(),
             env_vars: env,
+            secret_env_vars: fields::secrets_at_apply(diags, &planned.secret_env_vars)?,
             memory_mb: planned.memory_mb.as_ref_option().copied(),
             timeout_sec: planned.timeout_sec.as_ref_option().copied(),
             health_path: planned.health_path.as_ref_option().cloned(),
@@ -483,6 +499,13 @@ impl Resource for ServiceResource {
             command: start.then(|| planned.command_vec().unwrap_or_default()),
             env_vars: if planned.env_vars != prior.env_vars {
                 Some(env_at_apply(diags, &planned.env_vars)?)
+            } else {
+                None
+            },
+            secret_env_vars: if planned.secret_env_vars != prior.secret_env_vars
+                || planned.secret_env_vars_hash != prior.secret_env_vars_hash
+            {
+                Some(fields::secrets_at_apply(diags, &planned.secret_env_vars)?)
             } else {
                 None
             },

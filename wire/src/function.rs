@@ -1,6 +1,7 @@
 //! Request and response bodies for namespaces and functions.
 
 use crate::runtime::Runtime;
+use crate::secret::{self, SecretEnv, SecretValues};
 use crate::validate::{self, FieldError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -32,6 +33,10 @@ pub struct CreateFunction {
     /// Environment variables given to the function.
     #[serde(default)]
     pub env_vars: BTreeMap<String, String>,
+    /// Secret environment variables: stored apart, never returned (GET
+    /// answers carry the names and a hash).
+    #[serde(default, skip_serializing_if = "SecretValues::is_empty")]
+    pub secret_env_vars: SecretValues,
     /// Memory limit in MiB (default 128).
     pub memory_mb: Option<i64>,
     /// Per-invocation timeout in seconds (default 30).
@@ -61,6 +66,9 @@ pub struct UpdateFunction {
     /// New environment (the process restarts, no rebuild).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env_vars: Option<BTreeMap<String, String>>,
+    /// New secret environment variables (replaces the map; restart, no rebuild).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_env_vars: Option<SecretValues>,
     /// New memory limit in MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mb: Option<i64>,
@@ -85,6 +93,10 @@ pub struct FunctionSpec {
     pub entrypoint: String,
     /// Environment variables (applied in sorted order).
     pub env_vars: BTreeMap<String, String>,
+    /// Secret environment variables: names and hash (the values are stored
+    /// apart by the backend).
+    #[serde(default, skip_serializing_if = "SecretEnv::is_empty")]
+    pub secret_env_vars: SecretEnv,
     /// Memory limit in MiB.
     pub memory_mb: u32,
     /// Per-invocation timeout in seconds.
@@ -253,6 +265,7 @@ impl CreateFunction {
         let entrypoint = validate::required("entrypoint", &self.entrypoint)?;
         validate::entrypoint("entrypoint", runtime, entrypoint)?;
         validate::env_vars("env_vars", &self.env_vars)?;
+        secret::validate_secrets(&self.secret_env_vars.0, &self.env_vars)?;
         let memory_mb = validate::memory_mb_or_default("memory_mb", self.memory_mb)?;
         let timeout_sec = validate::timeout_sec_or_default("timeout_sec", self.timeout_sec)?;
         let min_instances =
@@ -265,6 +278,7 @@ impl CreateFunction {
                 runtime,
                 entrypoint: entrypoint.to_string(),
                 env_vars: self.env_vars.clone(),
+                secret_env_vars: SecretEnv::from_values(&self.secret_env_vars.0),
                 memory_mb,
                 timeout_sec,
                 min_instances,
@@ -293,6 +307,11 @@ impl UpdateFunction {
             validate::env_vars("env_vars", env)?;
             next.env_vars = env.clone();
         }
+        next.secret_env_vars = secret::apply_secret_update(
+            self.secret_env_vars.as_ref(),
+            &current.secret_env_vars,
+            &next.env_vars,
+        )?;
         if let Some(m) = self.memory_mb {
             next.memory_mb = validate::memory_mb("memory_mb", m)?;
         }

@@ -7,6 +7,7 @@
 //! `observed_generation == generation` and the phase is terminal.
 
 use crate::runtime::Runtime;
+use crate::secret::{self, SecretEnv, SecretValues};
 use crate::validate::{self, FieldError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -31,6 +32,10 @@ pub struct CreateJob {
     /// Environment variables.
     #[serde(default)]
     pub env_vars: BTreeMap<String, String>,
+    /// Secret environment variables: stored apart, never returned (GET
+    /// answers carry the names and a hash).
+    #[serde(default, skip_serializing_if = "SecretValues::is_empty")]
+    pub secret_env_vars: SecretValues,
     /// The event passed to the handler, as JSON text (default `null`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<String>,
@@ -59,6 +64,9 @@ pub struct UpdateJob {
     /// New environment (replaces the map).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env_vars: Option<BTreeMap<String, String>>,
+    /// New secret environment variables (replaces the map; restart, no rebuild).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_env_vars: Option<SecretValues>,
     /// New input JSON text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<String>,
@@ -83,6 +91,10 @@ pub struct JobSpec {
     pub entrypoint: String,
     /// Environment variables (sorted).
     pub env_vars: BTreeMap<String, String>,
+    /// Secret environment variables: names and hash (the values are stored
+    /// apart by the backend).
+    #[serde(default, skip_serializing_if = "SecretEnv::is_empty")]
+    pub secret_env_vars: SecretEnv,
     /// Input JSON text.
     pub input: String,
     /// Run counter.
@@ -203,6 +215,7 @@ impl CreateJob {
         let entrypoint = validate::required("entrypoint", &self.entrypoint)?;
         validate::entrypoint("entrypoint", runtime, entrypoint)?;
         validate::env_vars("env_vars", &self.env_vars)?;
+        secret::validate_secrets(&self.secret_env_vars.0, &self.env_vars)?;
         let input = self.input.clone().unwrap_or_else(|| "null".to_string());
         validate_input("input", &input)?;
         let memory_mb = validate::memory_mb_or_default("memory_mb", self.memory_mb)?;
@@ -213,6 +226,7 @@ impl CreateJob {
                 runtime,
                 entrypoint: entrypoint.to_string(),
                 env_vars: self.env_vars.clone(),
+                secret_env_vars: SecretEnv::from_values(&self.secret_env_vars.0),
                 input,
                 run_id: self.run_id.unwrap_or(0),
                 memory_mb,
@@ -239,6 +253,11 @@ impl UpdateJob {
             validate::env_vars("env_vars", env)?;
             next.env_vars = env.clone();
         }
+        next.secret_env_vars = secret::apply_secret_update(
+            self.secret_env_vars.as_ref(),
+            &current.secret_env_vars,
+            &next.env_vars,
+        )?;
         if let Some(i) = &self.input {
             validate_input("input", i)?;
             next.input = i.clone();

@@ -4,6 +4,7 @@
 
 use crate::function::Phase;
 use crate::runtime::Runtime;
+use crate::secret::{self, SecretEnv, SecretValues};
 use crate::validate::{self, FieldError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -26,6 +27,10 @@ pub struct CreateService {
     /// Environment variables (`PORT` is set by the platform).
     #[serde(default)]
     pub env_vars: BTreeMap<String, String>,
+    /// Secret environment variables: stored apart, never returned (GET
+    /// answers carry the names and a hash).
+    #[serde(default, skip_serializing_if = "SecretValues::is_empty")]
+    pub secret_env_vars: SecretValues,
     /// Memory limit in MiB (default 128).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mb: Option<i64>,
@@ -53,6 +58,9 @@ pub struct UpdateService {
     /// New environment (restart, no rebuild).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env_vars: Option<BTreeMap<String, String>>,
+    /// New secret environment variables (replaces the map; restart, no rebuild).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_env_vars: Option<SecretValues>,
     /// New memory limit (restart, no rebuild).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mb: Option<i64>,
@@ -78,6 +86,10 @@ pub struct ServiceSpec {
     pub command: Vec<String>,
     /// Environment variables (sorted).
     pub env_vars: BTreeMap<String, String>,
+    /// Secret environment variables: names and hash (the values are stored
+    /// apart by the backend).
+    #[serde(default, skip_serializing_if = "SecretEnv::is_empty")]
+    pub secret_env_vars: SecretEnv,
     /// Memory limit in MiB.
     pub memory_mb: u32,
     /// Per-request timeout in seconds.
@@ -209,6 +221,7 @@ impl CreateService {
         let command = self.command.clone().unwrap_or_default();
         check_start(&self.entrypoint, &command)?;
         validate::env_vars("env_vars", &self.env_vars)?;
+        secret::validate_secrets(&self.secret_env_vars.0, &self.env_vars)?;
         let memory_mb = validate::memory_mb_or_default("memory_mb", self.memory_mb)?;
         let timeout_sec = validate::timeout_sec_or_default("timeout_sec", self.timeout_sec)?;
         let health_path = self.health_path.clone().unwrap_or_else(|| "/".to_string());
@@ -220,6 +233,7 @@ impl CreateService {
                 entrypoint: self.entrypoint.clone(),
                 command,
                 env_vars: self.env_vars.clone(),
+                secret_env_vars: SecretEnv::from_values(&self.secret_env_vars.0),
                 memory_mb,
                 timeout_sec,
                 health_path,
@@ -252,6 +266,11 @@ impl UpdateService {
             validate::env_vars("env_vars", env)?;
             next.env_vars = env.clone();
         }
+        next.secret_env_vars = secret::apply_secret_update(
+            self.secret_env_vars.as_ref(),
+            &current.secret_env_vars,
+            &next.env_vars,
+        )?;
         if let Some(m) = self.memory_mb {
             next.memory_mb = validate::memory_mb("memory_mb", m)?;
         }

@@ -378,6 +378,9 @@ fn create_function_requests() {
                         runtime: Some(spec.runtime.to_string()),
                         entrypoint: Some(spec.entrypoint.clone()),
                         env_vars: spec.env_vars.clone(),
+                        secret_env_vars: sless_wire::SecretValues(
+                            spec.secret_env_vars.values.clone().unwrap_or_default(),
+                        ),
                         memory_mb: Some(spec.memory_mb.into()),
                         timeout_sec: Some(spec.timeout_sec.into()),
                         min_instances: Some(spec.min_instances.into()),

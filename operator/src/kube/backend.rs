@@ -253,6 +253,7 @@ pub fn job_to_wire(j: &FunctionJob) -> Result<sless_wire::Job> {
             runtime,
             entrypoint: j.spec.entrypoint.clone(),
             env_vars: j.spec.env_vars.clone(),
+            secret_env_vars: Default::default(),
             input: j.spec.input.clone(),
             run_id: j.spec.run_id,
             memory_mb: j.spec.memory_mb,
@@ -272,6 +273,25 @@ pub fn job_to_wire(j: &FunctionJob) -> Result<sless_wire::Job> {
         created_at,
         updated_at,
     })
+}
+
+/// `secret_env_vars` is not carried by the Kubernetes backend yet: refused
+/// rather than dropped.
+fn no_secrets(s: &sless_wire::SecretEnv) -> Result<()> {
+    if s.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Unsupported(
+        "secret_env_vars is not supported by the kubernetes backend yet (use the local backend, or env_vars)".into(),
+    ))
+}
+
+/// [`no_secrets`] for an update: an empty map is accepted.
+fn no_secrets_update(s: Option<&sless_wire::SecretValues>) -> Result<()> {
+    match s {
+        Some(v) if !v.is_empty() => no_secrets(&sless_wire::SecretEnv::from_values(&v.0)),
+        _ => Ok(()),
+    }
 }
 
 fn job_spec(s: &sless_wire::JobSpec, code: Option<CodeRef>) -> FunctionJobSpec {
@@ -946,6 +966,7 @@ impl Backend for KubeBackend {
         name: &str,
         spec: sless_wire::function::FunctionSpec,
     ) -> Result<sless_wire::Function> {
+        no_secrets(&spec.secret_env_vars)?;
         self.create_obj(namespace, Function::new(name, FunctionSpec::from(&spec)))
             .await
     }
@@ -964,6 +985,7 @@ impl Backend for KubeBackend {
         name: &str,
         update: UpdateFunction,
     ) -> Result<sless_wire::Function> {
+        no_secrets_update(update.secret_env_vars.as_ref())?;
         self.update_spec::<Function, _, _>(namespace, name, WhileDeleting::Refuse, |s| {
             update.apply_to(s)
         })
@@ -1105,6 +1127,7 @@ impl Backend for KubeBackend {
         name: &str,
         spec: sless_wire::JobSpec,
     ) -> Result<sless_wire::Job> {
+        no_secrets(&spec.secret_env_vars)?;
         self.create_obj(namespace, FunctionJob::new(name, job_spec(&spec, None)))
             .await
     }
@@ -1123,6 +1146,7 @@ impl Backend for KubeBackend {
         name: &str,
         update: sless_wire::UpdateJob,
     ) -> Result<sless_wire::Job> {
+        no_secrets_update(update.secret_env_vars.as_ref())?;
         self.update_spec::<FunctionJob, _, _>(namespace, name, WhileDeleting::Allow, |s| {
             update.apply_to(s)
         })
@@ -1164,6 +1188,7 @@ impl Backend for KubeBackend {
         name: &str,
         spec: sless_wire::ServiceSpec,
     ) -> Result<sless_wire::Service> {
+        no_secrets(&spec.secret_env_vars)?;
         self.create_obj(
             namespace,
             SlessService::new(name, SlessServiceSpec::from(&spec)),
@@ -1185,6 +1210,7 @@ impl Backend for KubeBackend {
         name: &str,
         update: sless_wire::UpdateService,
     ) -> Result<sless_wire::Service> {
+        no_secrets_update(update.secret_env_vars.as_ref())?;
         self.update_spec::<SlessService, _, _>(namespace, name, WhileDeleting::Refuse, |s| {
             update.apply_to(s)
         })

@@ -577,6 +577,7 @@ mod tests {
                 runtime: Runtime::Python311,
                 entrypoint: "main.handler".into(),
                 env_vars: Default::default(),
+                secret_env_vars: Default::default(),
                 memory_mb: 128,
                 timeout_sec: 30,
                 min_instances: 0,

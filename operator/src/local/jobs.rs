@@ -146,6 +146,7 @@ impl Inner {
                 runtime: spec.runtime,
                 entrypoint: spec.entrypoint.clone(),
                 env_vars: &spec.env_vars,
+                secret_env_vars: &spec.secret_env_vars,
                 memory_mb: spec.memory_mb,
                 timeout_sec: spec.timeout_sec,
             },
@@ -316,6 +317,11 @@ impl super::LocalBackend {
         self.inner.require_namespace(ns)?;
         let job = new_job(ns, name, spec);
         self.inner.db.insert_object(&job)?;
+        let id = job_id(name);
+        if let Err(e) = self.inner.store_secrets(ns, &id, &job.spec.secret_env_vars) {
+            let _ = self.inner.db.delete_object::<Job>(ns, name);
+            return Err(e);
+        }
         Ok(job)
     }
 
@@ -328,6 +334,7 @@ impl super::LocalBackend {
         if next == job.spec {
             return Ok(job);
         }
+        inner.store_secrets(ns, &job_id(name), &next.secret_env_vars)?;
         job.spec = next;
         job.generation += 1;
         job.updated_at = now_rfc3339();

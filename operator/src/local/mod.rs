@@ -23,6 +23,7 @@ pub mod objects;
 pub mod process;
 pub mod sandbox;
 pub mod scale;
+pub mod secrets;
 pub mod services;
 pub mod store;
 pub mod supervisor;
@@ -431,7 +432,14 @@ impl Inner {
     ) -> std::result::Result<Launch, String> {
         let spec: &FunctionSpec = &f.spec;
         let mut env = self.base_env();
-        for (k, v) in &spec.env_vars {
+        let secrets = secrets::load(
+            &self.opts.data_dir,
+            &f.namespace,
+            &f.name,
+            &spec.secret_env_vars,
+        )
+        .map_err(|e| e.to_string())?;
+        for (k, v) in spec.env_vars.iter().chain(&secrets) {
             if k == "PYTHONPATH" && built.python_deps.is_some() {
                 continue;
             }
@@ -843,6 +851,13 @@ impl Backend for LocalBackend {
             let _slots = self.inner.lock_slots();
             self.inner.db.insert_function(&f)?;
             self.inner.logs.revive(namespace, name);
+            if let Err(e) = self
+                .inner
+                .store_secrets(namespace, name, &f.spec.secret_env_vars)
+            {
+                let _ = self.inner.db.delete_function(namespace, name);
+                return Err(e);
+            }
         }
         Ok(f)
     }
@@ -874,6 +889,7 @@ impl Backend for LocalBackend {
         }
         let new_runtime = (next.runtime != f.spec.runtime).then_some(next.runtime);
         let restart = !next.same_process_as(&f.spec);
+        inner.store_secrets(namespace, name, &next.secret_env_vars)?;
         if let Some(slot) = slots.get_mut(&key(namespace, name)) {
             slot.timeout = Some(timeout_of(&next));
             slot.scale

@@ -167,6 +167,7 @@ mod tests {
             runtime: sless_wire::Runtime::Python311,
             entrypoint: "main.handler".into(),
             env_vars: Default::default(),
+            secret_env_vars: Default::default(),
             input: "{}".into(),
             run_id: 0,
             memory_mb: 128,

@@ -49,6 +49,7 @@ impl Inner {
                 runtime: spec.runtime,
                 entrypoint: shown,
                 env_vars: &spec.env_vars,
+                secret_env_vars: &spec.secret_env_vars,
                 memory_mb: spec.memory_mb,
                 timeout_sec: spec.timeout_sec,
             },
@@ -243,6 +244,11 @@ impl super::LocalBackend {
             updated_at: now,
         };
         self.inner.db.insert_object(&svc)?;
+        let id = svc_id(name);
+        if let Err(e) = self.inner.store_secrets(ns, &id, &svc.spec.secret_env_vars) {
+            let _ = self.inner.db.delete_object::<Service>(ns, name);
+            return Err(e);
+        }
         Ok(svc)
     }
 
@@ -263,6 +269,7 @@ impl super::LocalBackend {
             return Ok(svc);
         }
         let new_runtime = (next.runtime != svc.spec.runtime).then_some(next.runtime);
+        inner.store_secrets(ns, &svc_id(name), &next.secret_env_vars)?;
         let timeout_only = ServiceSpec {
             timeout_sec: svc.spec.timeout_sec,
             ..next.clone()

@@ -134,6 +134,8 @@ pub struct RunSpec<'a> {
     pub entrypoint: String,
     /// User environment.
     pub env_vars: &'a BTreeMap<String, String>,
+    /// Names and hash of the secret environment (values read at launch).
+    pub secret_env_vars: &'a sless_wire::SecretEnv,
     /// Memory limit in MiB.
     pub memory_mb: u32,
     /// Timeout in seconds.
@@ -542,6 +544,7 @@ impl Inner {
                 runtime: spec.runtime,
                 entrypoint: spec.entrypoint.clone(),
                 env_vars: spec.env_vars.clone(),
+                secret_env_vars: spec.secret_env_vars.clone(),
                 memory_mb: spec.memory_mb,
                 timeout_sec: spec.timeout_sec,
                 min_instances: 1,
@@ -569,7 +572,21 @@ impl Inner {
         let data_dir = &self.opts.data_dir;
         let _ = std::fs::remove_file(super::pid_file(data_dir, ns, id));
         let _ = std::fs::remove_dir_all(data_dir.join("builds").join(ns).join(id));
+        if let Err(e) = super::secrets::remove(data_dir, ns, id) {
+            tracing::error!(error = %e, "cannot remove the secrets of a deleted object");
+        }
         self.logs.remove(ns, id);
+    }
+
+    /// Writes the secret values `s` carries for `id` (see `secrets.rs`).
+    pub(super) fn store_secrets(
+        &self,
+        ns: &str,
+        id: &str,
+        s: &sless_wire::SecretEnv,
+    ) -> Result<()> {
+        super::secrets::store(&self.opts.data_dir, ns, id, s)
+            .map_err(|e| Error::Internal(e.to_string()))
     }
 
     /// Reads `id`'s log off the async threads.
