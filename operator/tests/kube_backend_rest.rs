@@ -16,6 +16,7 @@ use sless_operator::backend::Backend;
 use sless_operator::config::AuthArgs;
 use sless_operator::kube::objstore::CodeStore;
 use sless_operator::kube::{KubeBackend, KubeOptions};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tower::ServiceExt;
@@ -985,4 +986,84 @@ async fn concurrent_requests_for_a_function_at_zero_share_one_wait() {
     drop(a);
     // Eight callers, one poll loop: two GETs in all.
     finish(task).await.assert_complete();
+}
+
+/// `secret_env_vars`: the Function resource holds the names and hash, the
+/// values go to the Secret `fn-<name>-env` of the deploy namespace; an
+/// update writes the new values before the spec that rolls the pods; no
+/// answer carries a value.
+#[tokio::test]
+async fn secret_env_vars_go_to_a_secret_and_the_resource_holds_names_and_hash() {
+    let n = ns();
+    let d = format!("sless-fn-{n}");
+    let apply = "?&force=true&fieldManager=sless-operator";
+    let secret_uri = format!("/api/v1/namespaces/{d}/secrets/fn-hello-env{apply}");
+    let one = |v: &str| BTreeMap::from([("API_KEY".to_string(), v.to_string())]);
+    let (h1, h2) = (
+        sless_wire::secret_hash(&one("hunter2")),
+        sless_wire::secret_hash(&one("swordfish")),
+    );
+    let mut stored = function_json("hello", Some("Ready"));
+    stored["spec"]["secretEnvVars"] = json!({"names": ["API_KEY"], "hash": h1});
+    let mut steps = ensure_steps(true);
+    let (h1c, h2c) = (h1.clone(), h2.clone());
+    steps.extend([
+        Step::new(Method::POST, fn_uri("?"))
+            .status(201)
+            .check(move |b| {
+                assert!(!b.to_string().contains("hunter2"), "{b}");
+                assert_eq!(
+                    b["spec"]["secretEnvVars"],
+                    json!({"names": ["API_KEY"], "hash": h1c})
+                );
+            }),
+        Step::new(Method::PATCH, secret_uri.clone()).check(|b| {
+            assert_eq!(b["kind"], "Secret");
+            assert_eq!(
+                b["metadata"]["labels"]["sless.kube5s.ru/owner-name"],
+                "hello"
+            );
+            // base64("hunter2")
+            assert_eq!(b["data"]["API_KEY"], "aHVudGVyMg==");
+        }),
+        Step::new(Method::GET, fn_uri("/hello")).answer(200, stored.clone()),
+        Step::new(Method::GET, fn_uri("/hello")).answer(200, stored.clone()),
+        Step::new(Method::PATCH, secret_uri)
+            .check(|b| assert_eq!(b["data"]["API_KEY"], "c3dvcmRmaXNo")),
+        Step::new(Method::PUT, fn_uri("/hello?")).check(move |b| {
+            assert!(!b.to_string().contains("swordfish"), "{b}");
+            assert_eq!(b["spec"]["secretEnvVars"]["hash"], h2c);
+            assert_eq!(
+                b["spec"]["code"]["key"], "code/x/aaaa.python3.11.tar.gz",
+                "no rebuild"
+            );
+        }),
+    ]);
+    let out = scenario(steps, async |r| {
+        let mut body = create_body();
+        body["secret_env_vars"] = json!({"API_KEY": "hunter2"});
+        let (status, got) = r
+            .call(
+                Method::POST,
+                &sless_wire::paths::functions(&ns()),
+                Some(body),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{got}");
+        assert!(!got.to_string().contains("hunter2"), "{got}");
+        assert_eq!(got["spec"]["secret_env_vars"]["hash"], h1.as_str());
+        let (status, got) = r
+            .call(
+                Method::PATCH,
+                &sless_wire::paths::function(&ns(), "hello"),
+                Some(json!({"secret_env_vars": {"API_KEY": "swordfish"}})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{got}");
+        assert!(!got.to_string().contains("swordfish"), "{got}");
+        assert_eq!(got["spec"]["secret_env_vars"]["hash"], h2.as_str());
+        assert_eq!(got["spec"]["secret_env_vars"]["names"], json!(["API_KEY"]));
+    })
+    .await;
+    out.assert_complete();
 }

@@ -702,6 +702,106 @@ async fn a_service_rolls_out_and_takes_env_updates_in_place() {
     fake_kube::rbac::assert_covered(&k.fake);
 }
 
+/// `secret_env_vars` on the Kubernetes backend: the values are in the
+/// Secret `<workload>-env` of the deploy namespace (never in the custom
+/// resource or an answer), the Deployment reads them by `secretKeyRef`, a new
+/// value rolls the pods (template annotation) without a rebuild, and delete
+/// removes the Secret.
+#[tokio::test]
+async fn secret_env_vars_are_a_secret_the_deployment_references() {
+    let Some(k) = fake_kube::operator::start().await else {
+        return;
+    };
+    let c = k.op.client("flow-secret@example.com");
+    c.ensure().await;
+    let ns = c.namespace.clone();
+    let spath = paths::service(&ns, "vault");
+    let (code, body) = c
+        .call(
+            Method::POST,
+            &paths::services(&ns),
+            Some(
+                json!({"name": "vault", "runtime": "nodejs20", "entrypoint": "server.js",
+                "env_vars": {"MODE": "a"}, "secret_env_vars": {"TOKEN": "hunter2"}}),
+            ),
+        )
+        .await;
+    assert_eq!(code, 201, "{body}");
+    assert!(!body.to_string().contains("hunter2"), "{body}");
+    let zip = zip_of(&[(
+        "server.js",
+        "require('http').createServer((q, s) => s.end(process.env.TOKEN)).listen(process.env.PORT);\n",
+    )]);
+    let (code, body) = c.put_code(&paths::service_code(&ns, "vault"), zip).await;
+    assert!((200..300).contains(&code), "{code} {body}");
+    let build = build_job(&k, OwnerKind::Service, &ns, "vault", &[]).await;
+    finish_job(&k.fake, &build, true);
+    let d = deployment(&k, OwnerKind::Service, &ns, "vault").await;
+    let secret_name = names::env_secret_name(OwnerKind::Service, "vault");
+    let token = d["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .and_then(|env| env.iter().find(|e| e["name"] == "TOKEN"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no TOKEN in {d}"));
+    assert_eq!(
+        token["valueFrom"]["secretKeyRef"],
+        json!({"name": secret_name, "key": "TOKEN", "optional": false})
+    );
+    let hash1 = d["spec"]["template"]["metadata"]["annotations"]
+        [sless_operator::kube::builders::SECRET_HASH_ANNOTATION]
+        .clone();
+    assert_eq!(
+        hash1,
+        sless_wire::secret_hash(&[("TOKEN".to_string(), "hunter2".to_string())].into()).as_str()
+    );
+    let skey = Key::new("v1", "secrets", &names::deploy_namespace(&ns), &secret_name);
+    let secret = k.fake.get(&skey).expect("the env Secret");
+    assert_eq!(secret["data"]["TOKEN"], "aHVudGVyMg==", "{secret}");
+    for cr in k
+        .fake
+        .list("sless.kube5s.ru/v1alpha1", "services", Some(&ns))
+    {
+        assert!(!cr.to_string().contains("hunter2"), "{cr}");
+    }
+    make_available(&k.fake, &d);
+    let got = rest_until(&c, &spath, "Ready", phase_is("Ready")).await;
+    assert!(!got.to_string().contains("hunter2"), "{got}");
+    assert_eq!(got["spec"]["secret_env_vars"]["names"], json!(["TOKEN"]));
+
+    // A new value: the Secret first, then pods rolled by the annotation.
+    let (code, body) = c
+        .call(
+            Method::PATCH,
+            &spath,
+            Some(json!({"secret_env_vars": {"TOKEN": "swordfish"}})),
+        )
+        .await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        k.fake.get(&skey).expect("the env Secret")["data"]["TOKEN"],
+        "c3dvcmRmaXNo"
+    );
+    k.fake
+        .wait_for("the Deployment rolled for the new secret", WAIT, |f| {
+            f.get(&key_of("apps/v1", "deployments", &d)).filter(|d| {
+                d["spec"]["template"]["metadata"]["annotations"]
+                    [sless_operator::kube::builders::SECRET_HASH_ANNOTATION]
+                    != hash1
+            })
+        })
+        .await;
+    assert_eq!(
+        build_jobs(&k, OwnerKind::Service, &ns, "vault").len(),
+        1,
+        "no rebuild"
+    );
+    let (code, _) = c.call(Method::DELETE, &spath, None).await;
+    assert!(code == 204 || code == 202);
+    rest_gone(&c, &spath).await;
+    assert!(k.fake.get(&skey).is_none(), "the env Secret is deleted");
+    fake_kube::rbac::assert_covered(&k.fake);
+}
+
 /// Whether the operator at `base_url` says it runs the controllers.
 async fn runs_controllers(base_url: &str) -> bool {
     let text = match reqwest::get(format!("{base_url}/metrics")).await {

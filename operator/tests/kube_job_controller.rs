@@ -47,6 +47,7 @@ fn fjob(s: Scenario) -> FunctionJob {
             runtime: "python3.11".into(),
             entrypoint: "main.handler".into(),
             env_vars: [("K".to_string(), "v".to_string())].into(),
+            secret_env_vars: Default::default(),
             input: "{\"x\": 2}".into(),
             run_id: 1,
             memory_mb: 128,

@@ -253,7 +253,7 @@ pub fn job_to_wire(j: &FunctionJob) -> Result<sless_wire::Job> {
             runtime,
             entrypoint: j.spec.entrypoint.clone(),
             env_vars: j.spec.env_vars.clone(),
-            secret_env_vars: Default::default(),
+            secret_env_vars: j.spec.secret_env_vars.to_wire(),
             input: j.spec.input.clone(),
             run_id: j.spec.run_id,
             memory_mb: j.spec.memory_mb,
@@ -275,30 +275,12 @@ pub fn job_to_wire(j: &FunctionJob) -> Result<sless_wire::Job> {
     })
 }
 
-/// `secret_env_vars` is not carried by the Kubernetes backend yet: refused
-/// rather than dropped.
-fn no_secrets(s: &sless_wire::SecretEnv) -> Result<()> {
-    if s.is_empty() {
-        return Ok(());
-    }
-    Err(Error::Unsupported(
-        "secret_env_vars is not supported by the kubernetes backend yet (use the local backend, or env_vars)".into(),
-    ))
-}
-
-/// [`no_secrets`] for an update: an empty map is accepted.
-fn no_secrets_update(s: Option<&sless_wire::SecretValues>) -> Result<()> {
-    match s {
-        Some(v) if !v.is_empty() => no_secrets(&sless_wire::SecretEnv::from_values(&v.0)),
-        _ => Ok(()),
-    }
-}
-
 fn job_spec(s: &sless_wire::JobSpec, code: Option<CodeRef>) -> FunctionJobSpec {
     FunctionJobSpec {
         runtime: s.runtime.as_str().to_string(),
         entrypoint: s.entrypoint.clone(),
         env_vars: s.env_vars.clone(),
+        secret_env_vars: (&s.secret_env_vars).into(),
         input: s.input.clone(),
         run_id: s.run_id,
         memory_mb: s.memory_mb,
@@ -407,6 +389,10 @@ trait CodeKind: RestKind {
     fn spec_runtime(spec: &Self::Spec) -> sless_wire::Runtime;
     /// Sets the spec to `spec` with `code`.
     fn set_spec(&mut self, spec: &Self::Spec, code: Option<CodeRef>);
+    /// The owner kind of its children.
+    const OWNER: OwnerKind;
+    /// The secret env vars of a wire spec.
+    fn spec_secrets(spec: &Self::Spec) -> &sless_wire::SecretEnv;
 }
 
 impl RestKind for Function {
@@ -418,6 +404,10 @@ impl RestKind for Function {
 }
 
 impl CodeKind for Function {
+    const OWNER: OwnerKind = OwnerKind::Function;
+    fn spec_secrets(spec: &Self::Spec) -> &sless_wire::SecretEnv {
+        &spec.secret_env_vars
+    }
     type Spec = sless_wire::function::FunctionSpec;
     fn code(&self) -> Option<&CodeRef> {
         self.spec.code.as_ref()
@@ -460,6 +450,10 @@ impl RestKind for FunctionJob {
 }
 
 impl CodeKind for FunctionJob {
+    const OWNER: OwnerKind = OwnerKind::FunctionJob;
+    fn spec_secrets(spec: &Self::Spec) -> &sless_wire::SecretEnv {
+        &spec.secret_env_vars
+    }
     type Spec = sless_wire::JobSpec;
     fn code(&self) -> Option<&CodeRef> {
         self.spec.code.as_ref()
@@ -490,6 +484,10 @@ impl RestKind for SlessService {
 }
 
 impl CodeKind for SlessService {
+    const OWNER: OwnerKind = OwnerKind::Service;
+    fn spec_secrets(spec: &Self::Spec) -> &sless_wire::SecretEnv {
+        &spec.secret_env_vars
+    }
     type Spec = sless_wire::ServiceSpec;
     fn code(&self) -> Option<&CodeRef> {
         self.spec.code.as_ref()
@@ -636,6 +634,64 @@ impl KubeBackend {
     }
 
     /// Creates `obj` in `ns`; a 404 means the namespace is missing.
+    /// Creates a resource with code and then the Secret of its secret env
+    /// values (after, so a name that exists never has its Secret replaced;
+    /// the pods start only after a code upload and a build). A failed Secret
+    /// write removes the new resource again.
+    async fn create_code_obj<K: CodeKind>(
+        &self,
+        ns: &str,
+        name: &str,
+        obj: K,
+        spec: &K::Spec,
+    ) -> Result<K::Wire> {
+        let created = self.create_obj(ns, obj).await?;
+        if K::spec_secrets(spec).is_empty() {
+            return Ok(created);
+        }
+        if let Err(e) = self
+            .write_env_secret(ns, K::OWNER, name, K::spec_secrets(spec))
+            .await
+        {
+            let _ = self.delete_obj::<K>(ns, name).await;
+            return Err(e);
+        }
+        Ok(created)
+    }
+
+    /// Writes (server-side apply) or removes the Secret `<workload>-env` in
+    /// the deploy namespace when `s` carries values; nothing otherwise.
+    async fn write_env_secret(
+        &self,
+        ns: &str,
+        kind: OwnerKind,
+        name: &str,
+        s: &sless_wire::SecretEnv,
+    ) -> Result<()> {
+        let Some(values) = &s.values else {
+            return Ok(());
+        };
+        let deploy_ns = names::deploy_namespace(ns);
+        let secret_name = names::env_secret_name(kind, name);
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), &deploy_ns);
+        if values.is_empty() {
+            return match api.delete(&secret_name, &DeleteParams::background()).await {
+                Ok(_) => Ok(()),
+                Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+                Err(e) => Err(map_kube_error(e, "secret", &deploy_ns, &secret_name)),
+            };
+        }
+        let secret = builders::env_secret(kind, ns, name, values);
+        api.patch(
+            &secret_name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&secret),
+        )
+        .await
+        .map_err(|e| map_kube_error(e, "secret", &deploy_ns, &secret_name))?;
+        Ok(())
+    }
+
     async fn create_obj<K: RestKind>(&self, ns: &str, obj: K) -> Result<K::Wire> {
         let name = obj.meta().name.clone().unwrap_or_default();
         match self.create_stamped(ns, obj).await {
@@ -740,6 +796,10 @@ impl KubeBackend {
             if next == current {
                 return Ok(None);
             }
+            // New secret values reach their Secret before the spec that
+            // rolls the pods to read them.
+            self.write_env_secret(ns, K::OWNER, name, K::spec_secrets(&next))
+                .await?;
             let mut code = obj.code().cloned();
             let runtime = K::spec_runtime(&next);
             if runtime != K::spec_runtime(&current)
@@ -966,9 +1026,8 @@ impl Backend for KubeBackend {
         name: &str,
         spec: sless_wire::function::FunctionSpec,
     ) -> Result<sless_wire::Function> {
-        no_secrets(&spec.secret_env_vars)?;
-        self.create_obj(namespace, Function::new(name, FunctionSpec::from(&spec)))
-            .await
+        let obj = Function::new(name, FunctionSpec::from(&spec));
+        self.create_code_obj(namespace, name, obj, &spec).await
     }
 
     async fn get_function(&self, namespace: &str, name: &str) -> Result<sless_wire::Function> {
@@ -985,7 +1044,6 @@ impl Backend for KubeBackend {
         name: &str,
         update: UpdateFunction,
     ) -> Result<sless_wire::Function> {
-        no_secrets_update(update.secret_env_vars.as_ref())?;
         self.update_spec::<Function, _, _>(namespace, name, WhileDeleting::Refuse, |s| {
             update.apply_to(s)
         })
@@ -1127,9 +1185,8 @@ impl Backend for KubeBackend {
         name: &str,
         spec: sless_wire::JobSpec,
     ) -> Result<sless_wire::Job> {
-        no_secrets(&spec.secret_env_vars)?;
-        self.create_obj(namespace, FunctionJob::new(name, job_spec(&spec, None)))
-            .await
+        let obj = FunctionJob::new(name, job_spec(&spec, None));
+        self.create_code_obj(namespace, name, obj, &spec).await
     }
 
     async fn get_job(&self, namespace: &str, name: &str) -> Result<sless_wire::Job> {
@@ -1146,7 +1203,6 @@ impl Backend for KubeBackend {
         name: &str,
         update: sless_wire::UpdateJob,
     ) -> Result<sless_wire::Job> {
-        no_secrets_update(update.secret_env_vars.as_ref())?;
         self.update_spec::<FunctionJob, _, _>(namespace, name, WhileDeleting::Allow, |s| {
             update.apply_to(s)
         })
@@ -1188,12 +1244,8 @@ impl Backend for KubeBackend {
         name: &str,
         spec: sless_wire::ServiceSpec,
     ) -> Result<sless_wire::Service> {
-        no_secrets(&spec.secret_env_vars)?;
-        self.create_obj(
-            namespace,
-            SlessService::new(name, SlessServiceSpec::from(&spec)),
-        )
-        .await
+        let obj = SlessService::new(name, SlessServiceSpec::from(&spec));
+        self.create_code_obj(namespace, name, obj, &spec).await
     }
 
     async fn get_service(&self, namespace: &str, name: &str) -> Result<sless_wire::Service> {
@@ -1210,7 +1262,6 @@ impl Backend for KubeBackend {
         name: &str,
         update: sless_wire::UpdateService,
     ) -> Result<sless_wire::Service> {
-        no_secrets_update(update.secret_env_vars.as_ref())?;
         self.update_spec::<SlessService, _, _>(namespace, name, WhileDeleting::Refuse, |s| {
             update.apply_to(s)
         })

@@ -6,13 +6,15 @@
 
 use super::KubeOptions;
 use super::context::server_command;
+use super::crd::SecretEnvRef;
 use super::names::{self, OwnerKind, RUNTIME_PORT};
+use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec, Job, JobSpec, JobTemplateSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource,
     HTTPGetAction, KeyToPath, LocalObjectReference, Namespace, PodSecurityContext, PodSpec,
-    PodTemplateSpec, Probe, ResourceRequirements, SecretKeySelector, SecretVolumeSource,
+    PodTemplateSpec, Probe, ResourceRequirements, Secret, SecretKeySelector, SecretVolumeSource,
     SecurityContext, Service, ServicePort, ServiceSpec, TCPSocketAction, Volume, VolumeMount,
 };
 use k8s_openapi::api::networking::v1::{
@@ -58,6 +60,8 @@ pub struct Workload<'a> {
     pub entrypoint: &'a str,
     /// User environment.
     pub env_vars: &'a BTreeMap<String, String>,
+    /// Names and hash of the secret environment (values in [`env_secret`]).
+    pub secret_env_vars: &'a SecretEnvRef,
     /// Memory limit in MiB.
     pub memory_mb: u32,
     /// Timeout in seconds.
@@ -104,13 +108,65 @@ pub fn workload_env(w: &Workload<'_>) -> Vec<EnvVar> {
     ] {
         env.insert(k.to_string(), v);
     }
-    env.into_iter()
+    with_secret_env(w, env)
+}
+
+/// `env` as plain variables plus one `secretKeyRef` per secret env name (to
+/// the workload's [`env_secret`]), sorted by name. Secret names never clash
+/// with the others (validated in the wire crate).
+fn with_secret_env(w: &Workload<'_>, env: BTreeMap<String, String>) -> Vec<EnvVar> {
+    let secret = names::env_secret_name(w.kind, w.name);
+    let mut out: Vec<EnvVar> = env
+        .into_iter()
         .map(|(name, value)| EnvVar {
             name,
             value: Some(value),
             ..Default::default()
         })
-        .collect()
+        .collect();
+    out.extend(w.secret_env_vars.names.iter().map(|k| EnvVar {
+        name: k.clone(),
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: secret.clone(),
+                key: k.clone(),
+                optional: Some(false),
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }));
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// Pod annotation holding the secret env hash: a new value changes the pod
+/// template, so the Deployment rolls out pods that read it.
+pub const SECRET_HASH_ANNOTATION: &str = "sless.kube5s.ru/secret-env-hash";
+
+/// The Secret with a workload's `secret_env_vars` values, in the deploy
+/// namespace with the owner labels; the containers reference it by key.
+pub fn env_secret(
+    kind: OwnerKind,
+    ns: &str,
+    name: &str,
+    values: &BTreeMap<String, String>,
+) -> Secret {
+    Secret {
+        metadata: meta(
+            &names::env_secret_name(kind, name),
+            &names::deploy_namespace(ns),
+            names::owner_labels(kind, ns, name),
+        ),
+        type_: Some("Opaque".to_string()),
+        data: Some(
+            values
+                .iter()
+                .map(|(k, v)| (k.clone(), ByteString(v.as_bytes().to_vec())))
+                .collect(),
+        ),
+        ..Default::default()
+    }
 }
 
 fn memory(mb: u32) -> BTreeMap<String, Quantity> {
@@ -205,6 +261,12 @@ pub fn deployment(opts: &KubeOptions, w: &Workload<'_>, replicas: i32) -> Deploy
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
                     labels: Some(labels),
+                    annotations: (!w.secret_env_vars.is_empty()).then(|| {
+                        BTreeMap::from([(
+                            SECRET_HASH_ANNOTATION.to_string(),
+                            w.secret_env_vars.hash.clone(),
+                        )])
+                    }),
                     ..Default::default()
                 }),
                 spec: Some(PodSpec {
@@ -254,15 +316,7 @@ pub fn service_deployment(
         });
         let mut env: BTreeMap<String, String> = w.env_vars.clone();
         env.insert("PORT".into(), RUNTIME_PORT.to_string());
-        c.env = Some(
-            env.into_iter()
-                .map(|(name, value)| EnvVar {
-                    name,
-                    value: Some(value),
-                    ..Default::default()
-                })
-                .collect(),
-        );
+        c.env = Some(with_secret_env(w, env));
         c.readiness_probe = Some(Probe {
             http_get: Some(HTTPGetAction {
                 path: Some(health_path.to_string()),
@@ -819,6 +873,11 @@ mod tests {
         ])
     }
 
+    static NO_SECRETS: SecretEnvRef = SecretEnvRef {
+        names: Vec::new(),
+        hash: String::new(),
+    };
+
     fn workload(env: &BTreeMap<String, String>) -> Workload<'_> {
         Workload {
             kind: OwnerKind::Function,
@@ -827,10 +886,68 @@ mod tests {
             runtime: Runtime::Python311,
             entrypoint: "main.handler",
             env_vars: env,
+            secret_env_vars: &NO_SECRETS,
             memory_mb: 256,
             timeout_sec: 30,
             image: "registry.test/sless-0123abcd/hello:0123456789ab",
         }
+    }
+
+    #[test]
+    fn secret_env_vars_are_secret_key_refs_and_a_pod_annotation_never_values() {
+        let e = env();
+        let values = BTreeMap::from([("API_KEY".to_string(), "hunter2".to_string())]);
+        let secrets = SecretEnvRef::from(&sless_wire::SecretEnv::from_values(&values));
+        let w = Workload {
+            secret_env_vars: &secrets,
+            ..workload(&e)
+        };
+        let d = deployment(&test_options(), &w, 1);
+        let text = serde_json::to_string(&d).unwrap();
+        assert!(!text.contains("hunter2"), "{text}");
+        let template = d.spec.template;
+        let ann = template.metadata.unwrap().annotations.unwrap();
+        assert_eq!(ann[SECRET_HASH_ANNOTATION], secrets.hash);
+        let env = template.spec.unwrap().containers[0].env.clone().unwrap();
+        let names_: Vec<&str> = env.iter().map(|v| v.name.as_str()).collect();
+        let mut sorted = names_.clone();
+        sorted.sort();
+        assert_eq!(names_, sorted, "env stays sorted");
+        let key = env.iter().find(|v| v.name == "API_KEY").unwrap();
+        assert!(key.value.is_none());
+        let r = key
+            .value_from
+            .as_ref()
+            .and_then(|f| f.secret_key_ref.as_ref())
+            .unwrap();
+        assert_eq!(r.name, "fn-hello-env");
+        assert_eq!(r.key, "API_KEY");
+        // The runtime Job of a job reads it the same way.
+        let job_env = workload_env(&Workload {
+            kind: OwnerKind::FunctionJob,
+            ..w.clone()
+        });
+        let k = job_env.iter().find(|v| v.name == "API_KEY").unwrap();
+        let r = k
+            .value_from
+            .as_ref()
+            .unwrap()
+            .secret_key_ref
+            .as_ref()
+            .unwrap();
+        assert_eq!(r.name, "job-hello-env");
+        // The Secret: owner labels, the deploy namespace, the value as data.
+        let sec = env_secret(OwnerKind::Function, "sless-0123abcd", "hello", &values);
+        assert_eq!(sec.metadata.name.as_deref(), Some("fn-hello-env"));
+        assert_eq!(
+            sec.metadata.namespace.as_deref(),
+            Some("sless-fn-sless-0123abcd")
+        );
+        assert_eq!(sec.metadata.labels.unwrap()[names::OWNER_NAME], "hello");
+        assert_eq!(sec.data.unwrap()["API_KEY"].0, b"hunter2");
+        // Without secrets: no annotation.
+        let plain = deployment(&test_options(), &workload(&e), 1);
+        assert!(plain.spec.template.metadata.unwrap().annotations.is_none());
     }
 
     #[test]

@@ -72,6 +72,10 @@ pub struct FunctionSpec {
     /// Environment variables (applied in sorted order).
     #[serde(default)]
     pub env_vars: BTreeMap<String, String>,
+    /// Names and hash of the secret environment variables; the values are
+    /// in the Secret `<workload>-env` of the deploy namespace.
+    #[serde(default, skip_serializing_if = "SecretEnvRef::is_empty")]
+    pub secret_env_vars: SecretEnvRef,
     /// Memory limit in MiB.
     #[schemars(range(min = 64, max = 4096))]
     pub memory_mb: u32,
@@ -91,6 +95,43 @@ pub struct FunctionSpec {
     /// The uploaded code; absent until the first upload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<CodeRef>,
+}
+
+/// The secret environment variables of a spec: names and hash only.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretEnvRef {
+    /// Variable names, sorted.
+    #[serde(default)]
+    pub names: Vec<String>,
+    /// `sless_wire::secret_hash` of the names and values.
+    #[serde(default)]
+    pub hash: String,
+}
+
+impl SecretEnvRef {
+    /// True when there are no secrets.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// The wire form (without values).
+    pub fn to_wire(&self) -> sless_wire::SecretEnv {
+        sless_wire::SecretEnv {
+            names: self.names.clone(),
+            hash: self.hash.clone(),
+            values: None,
+        }
+    }
+}
+
+impl From<&sless_wire::SecretEnv> for SecretEnvRef {
+    fn from(s: &sless_wire::SecretEnv) -> Self {
+        SecretEnvRef {
+            names: s.names.clone(),
+            hash: s.hash.clone(),
+        }
+    }
 }
 
 /// State of the build of one code key, kept in status so that the
@@ -294,6 +335,10 @@ pub struct FunctionJobSpec {
     /// Environment variables.
     #[serde(default)]
     pub env_vars: BTreeMap<String, String>,
+    /// Names and hash of the secret environment variables; the values are
+    /// in the Secret `<workload>-env` of the deploy namespace.
+    #[serde(default, skip_serializing_if = "SecretEnvRef::is_empty")]
+    pub secret_env_vars: SecretEnvRef,
     /// The event, as JSON text.
     pub input: String,
     /// Run counter; changing it reruns the job.
@@ -379,6 +424,10 @@ pub struct SlessServiceSpec {
     /// Environment variables (sorted; `PORT` is set by the platform).
     #[serde(default)]
     pub env_vars: BTreeMap<String, String>,
+    /// Names and hash of the secret environment variables; the values are
+    /// in the Secret `<workload>-env` of the deploy namespace.
+    #[serde(default, skip_serializing_if = "SecretEnvRef::is_empty")]
+    pub secret_env_vars: SecretEnvRef,
     /// Memory limit in MiB.
     #[schemars(range(min = 64, max = 4096))]
     pub memory_mb: u32,
@@ -404,6 +453,7 @@ impl From<&sless_wire::ServiceSpec> for SlessServiceSpec {
             entrypoint: s.entrypoint.clone(),
             command: s.command.clone(),
             env_vars: s.env_vars.clone(),
+            secret_env_vars: SecretEnvRef::from(&s.secret_env_vars),
             memory_mb: s.memory_mb,
             timeout_sec: s.timeout_sec,
             health_path: s.health_path.clone(),
@@ -420,7 +470,7 @@ impl SlessServiceSpec {
             entrypoint: self.entrypoint.clone(),
             command: self.command.clone(),
             env_vars: self.env_vars.clone(),
-            secret_env_vars: Default::default(),
+            secret_env_vars: self.secret_env_vars.to_wire(),
             memory_mb: self.memory_mb,
             timeout_sec: self.timeout_sec,
             health_path: self.health_path.clone(),
@@ -499,6 +549,7 @@ impl From<&sless_wire::function::FunctionSpec> for FunctionSpec {
             runtime: s.runtime.as_str().to_string(),
             entrypoint: s.entrypoint.clone(),
             env_vars: s.env_vars.clone(),
+            secret_env_vars: SecretEnvRef::from(&s.secret_env_vars),
             memory_mb: s.memory_mb,
             timeout_sec: s.timeout_sec,
             min_instances: s.min_instances,
@@ -516,7 +567,7 @@ impl FunctionSpec {
             runtime: self.runtime.parse().map_err(|_| self.runtime.clone())?,
             entrypoint: self.entrypoint.clone(),
             env_vars: self.env_vars.clone(),
-            secret_env_vars: Default::default(),
+            secret_env_vars: self.secret_env_vars.to_wire(),
             memory_mb: self.memory_mb,
             timeout_sec: self.timeout_sec,
             min_instances: self.min_instances,

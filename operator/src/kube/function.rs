@@ -40,7 +40,7 @@ use super::scale;
 use super::{KubeError, KubeOptions};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ListParams, Patch, PatchParams};
@@ -528,6 +528,7 @@ async fn apply(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
                 runtime,
                 entrypoint: &f.spec.entrypoint,
                 env_vars: &f.spec.env_vars,
+                secret_env_vars: &f.spec.secret_env_vars,
                 memory_mb: f.spec.memory_mb,
                 timeout_sec: f.spec.timeout_sec,
                 image: &image,
@@ -566,14 +567,17 @@ async fn apply(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
 /// Deletes every child (build Jobs, Deployment, Service); tolerates children
 /// already gone and an apply that never ran.
 async fn cleanup(f: Arc<Function>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
-    cleanup_workload(OwnerKind::Function, f.as_ref(), &ctx).await
+    let secrets = !f.spec.secret_env_vars.is_empty();
+    cleanup_workload(OwnerKind::Function, f.as_ref(), secrets, &ctx).await
 }
 
 /// Deletes the build Jobs, the Deployment and the Service of a function or
-/// service (`kind`), tolerating children already gone.
+/// service (`kind`), and its env Secret when it has `secrets`, tolerating
+/// children already gone.
 pub(crate) async fn cleanup_workload<K: Resource>(
     kind: OwnerKind,
     obj: &K,
+    secrets: bool,
     ctx: &Ctx,
 ) -> Result<Action, KubeError> {
     let ns = obj.namespace().ok_or(KubeError::Incomplete("namespace"))?;
@@ -592,6 +596,13 @@ pub(crate) async fn cleanup_workload<K: Resource>(
         &wname,
     )
     .await?;
+    if secrets {
+        delete_if_present(
+            &Api::<Secret>::namespaced(ctx.client.clone(), &deploy_ns),
+            &names::env_secret_name(kind, &name),
+        )
+        .await?;
+    }
     Ok(Action::await_change())
 }
 

@@ -9,14 +9,14 @@ use super::KubeError;
 use super::build::{self, Progress};
 use super::builders::{self, RESULT_MARKER, Workload};
 use super::controller_util::{
-    Controlled, Reconciled, delete_all_if_present, is_status, patch_status,
+    Controlled, Reconciled, delete_all_if_present, delete_if_present, is_status, patch_status,
     reconcile_with_finalizer,
 };
 use super::crd::FunctionJob;
 use super::function::{Ctx, job_outcome, set_condition};
 use super::names::{self, OwnerKind};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, LogParams, PostParams};
@@ -202,6 +202,7 @@ async fn apply(j: Arc<FunctionJob>, ctx: Arc<Ctx>) -> Result<Action, KubeError> 
             runtime,
             entrypoint: &j.spec.entrypoint,
             env_vars: &j.spec.env_vars,
+            secret_env_vars: &j.spec.secret_env_vars,
             memory_mb: j.spec.memory_mb,
             timeout_sec: j.spec.timeout_sec,
             image: &image,
@@ -314,6 +315,13 @@ async fn cleanup(j: Arc<FunctionJob>, ctx: Arc<Ctx>) -> Result<Action, KubeError
         &lp,
     )
     .await?;
+    if !j.spec.secret_env_vars.is_empty() {
+        delete_if_present(
+            &Api::<Secret>::namespaced(ctx.client.clone(), &deploy_ns),
+            &names::env_secret_name(OwnerKind::FunctionJob, &j.name_any()),
+        )
+        .await?;
+    }
     Ok(Action::await_change())
 }
 

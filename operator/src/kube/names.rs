@@ -62,6 +62,12 @@ pub fn child_name(prefix: &str, name: &str, max: usize) -> String {
     format!("{}-{hash}", cut.trim_end_matches('-'))
 }
 
+/// Name of the Secret with a workload's `secret_env_vars` values in the
+/// deploy namespace: `<workload name>-env`.
+pub fn env_secret_name(kind: OwnerKind, name: &str) -> String {
+    format!("{}-env", workload_name(kind, name))
+}
+
 /// Name of a function's (or service's) Deployment and Service: `fn-<name>`
 /// or `svc-<name>`.
 pub fn workload_name(kind: OwnerKind, name: &str) -> String {

@@ -130,6 +130,7 @@ async fn apply(s: Arc<SlessService>, ctx: Arc<Ctx>) -> Result<Action, KubeError>
         runtime,
         entrypoint: &script,
         env_vars: &s.spec.env_vars,
+        secret_env_vars: &s.spec.secret_env_vars,
         memory_mb: s.spec.memory_mb,
         timeout_sec: s.spec.timeout_sec,
         image: &image,
@@ -156,7 +157,8 @@ async fn apply(s: Arc<SlessService>, ctx: Arc<Ctx>) -> Result<Action, KubeError>
 
 /// Deletes the build Jobs, the Deployment and the Service.
 async fn cleanup(s: Arc<SlessService>, ctx: Arc<Ctx>) -> Result<Action, KubeError> {
-    cleanup_workload(OwnerKind::Service, s.as_ref(), &ctx).await
+    let secrets = !s.spec.secret_env_vars.is_empty();
+    cleanup_workload(OwnerKind::Service, s.as_ref(), secrets, &ctx).await
 }
 
 /// Runs the Service controller until `shutdown` completes: watches sless
