@@ -585,8 +585,19 @@ impl Inner {
         id: &str,
         s: &sless_wire::SecretEnv,
     ) -> Result<()> {
-        super::secrets::store(&self.opts.data_dir, ns, id, s)
-            .map_err(|e| Error::Internal(e.to_string()))
+        use super::secrets::SecretsError;
+        super::secrets::store(&self.opts.data_dir, ns, id, s).map_err(|e| match e {
+            // A full disk is a 507 like any other write (api/error.rs).
+            SecretsError::Io {
+                context,
+                path,
+                source,
+            } => Error::Io {
+                context: format!("{context} {}", path.display()),
+                source,
+            },
+            other => Error::Internal(other.to_string()),
+        })
     }
 
     /// Reads `id`'s log off the async threads.
