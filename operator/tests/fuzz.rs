@@ -28,47 +28,9 @@ use std::path::Path;
 use std::time::Duration;
 use zip::write::SimpleFileOptions;
 
-/// Random inputs per harness under plain `cargo test`.
-const TEST_TIME: Duration = Duration::from_secs(3);
-
-/// Counts the inputs one harness tried and how many the code under test
-/// accepted; prints them when the harness ends (`cargo test -- --nocapture`),
-/// for the figures of docs/reliability.md.
-struct Tally {
-    name: &'static str,
-    tried: std::sync::atomic::AtomicU64,
-    accepted: std::sync::atomic::AtomicU64,
-}
-
-impl Tally {
-    fn new(name: &'static str) -> Self {
-        Tally {
-            name,
-            tried: 0.into(),
-            accepted: 0.into(),
-        }
-    }
-
-    /// One input tried; `accepted` when the code under test took it.
-    fn count(&self, accepted: bool) {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.tried.fetch_add(1, Relaxed);
-        if accepted {
-            self.accepted.fetch_add(1, Relaxed);
-        }
-    }
-}
-
-impl Drop for Tally {
-    fn drop(&mut self) {
-        eprintln!(
-            "fuzz {}: {} inputs tried, {} accepted",
-            self.name,
-            self.tried.get_mut(),
-            self.accepted.get_mut()
-        );
-    }
-}
+#[path = "../../wire/tests/fuzz_support/mod.rs"]
+mod fuzz_support;
+use fuzz_support::{TEST_TIME, Tally};
 
 /// Small caps so that bombs are cheap to build and to refuse.
 const LIMITS: Limits = Limits {

@@ -151,7 +151,7 @@ impl DataSource for FunctionDataSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{assert_state_keys_match, configured};
+    use crate::test_support::{assert_only_name_is_required, assert_state_keys_match, configured};
     use tf_provider::AttributePath;
 
     fn ds() -> FunctionDataSource {
@@ -162,14 +162,7 @@ mod tests {
     fn state_keys_match_the_schema() {
         let s = ds().schema(&mut Diagnostics::default()).unwrap();
         assert_state_keys_match::<FunctionDataState>(&s);
-        for (name, a) in &s.block.attributes {
-            let want = if name == "name" {
-                AttributeConstraint::Required
-            } else {
-                AttributeConstraint::Computed
-            };
-            assert_eq!(a.constraint, want, "{name}");
-        }
+        assert_only_name_is_required(&s);
     }
 
     #[tokio::test]

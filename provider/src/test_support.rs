@@ -71,6 +71,19 @@ pub fn assert_state_keys_match<S: Serialize + Default>(schema: &Schema) {
     assert_eq!(keys, want);
 }
 
+/// A data source's schema: `name` is the one required attribute, every
+/// other attribute is computed.
+pub fn assert_only_name_is_required(schema: &Schema) {
+    for (name, a) in &schema.block.attributes {
+        let want = if name == "name" {
+            AttributeConstraint::Required
+        } else {
+            AttributeConstraint::Computed
+        };
+        assert_eq!(a.constraint, want, "{name}");
+    }
+}
+
 /// The schema of `r`.
 pub fn schema_of<S>(r: &impl TestResource<S>) -> Schema {
     r.schema(&mut Diagnostics::default()).unwrap()

@@ -21,47 +21,8 @@ use sless_wire::limits::*;
 use sless_wire::*;
 use std::time::{Duration, Instant};
 
-/// Random inputs per harness under plain `cargo test`.
-const TEST_TIME: Duration = Duration::from_secs(3);
-
-/// Counts the inputs one harness tried and how many the code under test
-/// accepted; prints them when the harness ends (`cargo test -- --nocapture`),
-/// for the figures of docs/reliability.md.
-struct Tally {
-    name: &'static str,
-    tried: std::sync::atomic::AtomicU64,
-    accepted: std::sync::atomic::AtomicU64,
-}
-
-impl Tally {
-    fn new(name: &'static str) -> Self {
-        Tally {
-            name,
-            tried: 0.into(),
-            accepted: 0.into(),
-        }
-    }
-
-    /// One input tried; `accepted` when the code under test took it.
-    fn count(&self, accepted: bool) {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.tried.fetch_add(1, Relaxed);
-        if accepted {
-            self.accepted.fetch_add(1, Relaxed);
-        }
-    }
-}
-
-impl Drop for Tally {
-    fn drop(&mut self) {
-        eprintln!(
-            "fuzz {}: {} inputs tried, {} accepted",
-            self.name,
-            self.tried.get_mut(),
-            self.accepted.get_mut()
-        );
-    }
-}
+mod fuzz_support;
+use fuzz_support::{TEST_TIME, Tally};
 
 /// Pieces cron schedules are made of: valid fields, edge numbers, names,
 /// nicknames and the punctuation of the syntax.
@@ -441,27 +402,43 @@ const JOB_FIELDS: &[&str] = &[
     "run_id",
 ];
 
+/// A job or service request built from `picks` on `base`: whether it was
+/// accepted; a refused one must name one of `fields`.
+fn check_request<T: serde::de::DeserializeOwned>(
+    kind: &str,
+    base: &Value,
+    fields: &[&str],
+    picks: &[(u8, u8, u8)],
+    validate: impl Fn(&T) -> Result<(), FieldError>,
+) -> bool {
+    let body = request(base, fields, picks);
+    let Ok(req) = serde_json::from_value::<T>(body.clone()) else {
+        return false;
+    };
+    match validate(&req) {
+        Ok(()) => true,
+        Err(e) => {
+            assert_names_a_field(kind, &body, fields, &e);
+            false
+        }
+    }
+}
+
 #[test]
 fn create_job_requests() {
     let tally = Tally::new("create_job_requests");
+    let base = json!({"name": "nightly", "runtime": "python3.11", "entrypoint": "main.handler"});
     check!()
         .with_type::<Vec<(u8, u8, u8)>>()
         .with_test_time(TEST_TIME)
         .for_each(|picks| {
-            let body = request(
-                &json!({"name": "nightly", "runtime": "python3.11", "entrypoint": "main.handler"}),
+            tally.count(check_request(
+                "job",
+                &base,
                 JOB_FIELDS,
                 picks,
-            );
-            let Ok(req) = serde_json::from_value::<CreateJob>(body.clone()) else {
-                tally.count(false);
-                return;
-            };
-            let validated = req.validate();
-            tally.count(validated.is_ok());
-            if let Err(e) = validated {
-                assert_names_a_field("job", &body, JOB_FIELDS, &e);
-            }
+                |r: &CreateJob| r.validate().map(drop),
+            ))
         });
 }
 
@@ -479,23 +456,17 @@ const SERVICE_FIELDS: &[&str] = &[
 #[test]
 fn create_service_requests() {
     let tally = Tally::new("create_service_requests");
+    let base = json!({"name": "web", "runtime": "python3.11", "entrypoint": "app.py"});
     check!()
         .with_type::<Vec<(u8, u8, u8)>>()
         .with_test_time(TEST_TIME)
         .for_each(|picks| {
-            let body = request(
-                &json!({"name": "web", "runtime": "python3.11", "entrypoint": "app.py"}),
+            tally.count(check_request(
+                "service",
+                &base,
                 SERVICE_FIELDS,
                 picks,
-            );
-            let Ok(req) = serde_json::from_value::<CreateService>(body.clone()) else {
-                tally.count(false);
-                return;
-            };
-            let validated = req.validate();
-            tally.count(validated.is_ok());
-            if let Err(e) = validated {
-                assert_names_a_field("service", &body, SERVICE_FIELDS, &e);
-            }
+                |r: &CreateService| r.validate().map(drop),
+            ))
         });
 }

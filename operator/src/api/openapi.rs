@@ -159,21 +159,20 @@ impl Modify for ExtractorAnswers {
         };
         for (path, item) in openapi.paths.paths.iter_mut() {
             let with_name = path.contains("{name}");
+            // (operation, whether it changes stored state)
             let ops = [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.delete,
-                &mut item.options,
-                &mut item.head,
-                &mut item.patch,
-                &mut item.trace,
+                (&mut item.get, false),
+                (&mut item.put, true),
+                (&mut item.post, true),
+                (&mut item.delete, true),
+                (&mut item.options, false),
+                (&mut item.head, false),
+                (&mut item.patch, true),
+                (&mut item.trace, false),
             ];
-            // put, post, delete and patch change stored state.
             let ops = ops
                 .into_iter()
-                .enumerate()
-                .filter_map(|(i, op)| op.as_mut().map(|op| (matches!(i, 1..=3 | 6), op)));
+                .filter_map(|(op, writes)| op.as_mut().map(|op| (writes, op)));
             for (writes, op) in ops {
                 let bearer = op.security.as_ref().is_some_and(|s| !s.is_empty());
                 let responses = &mut op.responses.responses;
@@ -266,5 +265,27 @@ mod tests {
         }
         assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
         assert!(doc["components"]["schemas"]["CreateFunction"].is_object());
+    }
+
+    #[test]
+    fn authenticated_writes_list_the_full_disk_answer_and_reads_do_not() {
+        let doc: serde_json::Value = serde_json::from_str(document_json()).unwrap();
+        let fns = &doc["paths"]["/v1/namespaces/{ns}/functions"];
+        assert!(
+            fns["post"]["responses"]["507"].is_object(),
+            "{}",
+            fns["post"]
+        );
+        assert!(fns["get"]["responses"]["507"].is_null(), "{}", fns["get"]);
+        let code = &doc["paths"]["/v1/namespaces/{ns}/functions/{name}/code"];
+        assert!(
+            code["put"]["responses"]["507"].is_object(),
+            "{}",
+            code["put"]
+        );
+        // Public trigger URLs carry no token: not an API write.
+        let public = &doc["paths"]["/t/{ns}/{name}"]["post"];
+        assert!(public["responses"].is_object(), "{public}");
+        assert!(public["responses"]["507"].is_null(), "{public}");
     }
 }
