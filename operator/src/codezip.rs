@@ -65,6 +65,13 @@ pub enum ZipError {
         /// The entry name.
         entry: String,
     },
+    /// A file entry whose path is also the directory of other entries
+    /// (`a` and `a/b`): it cannot be unpacked.
+    #[error("zip entry {entry:?} is a file, but other entries use it as their directory")]
+    FileIsADirectory {
+        /// The file entry's name.
+        entry: String,
+    },
     /// An entry whose data cannot be read (corrupt, bad checksum, unsupported method).
     #[error("zip entry {entry:?} cannot be read: {detail}")]
     Corrupt {
@@ -175,6 +182,8 @@ fn check_all(
         });
     }
     let mut seen = HashSet::new();
+    // Every parent of an entry, which must not also be a file entry.
+    let mut dirs = HashSet::new();
     let mut entries = Vec::with_capacity(count);
     let mut declared: u64 = 0;
     for i in 0..count {
@@ -209,11 +218,22 @@ fn check_all(
         if !seen.insert(key) {
             return Err(ZipError::Duplicate { entry: name });
         }
+        for i in 1..parts.len() {
+            dirs.insert(parts[..i].join("/"));
+        }
         entries.push(Entry {
             parts: parts.iter().map(|s| s.to_string()).collect(),
             name,
             is_dir,
             executable: mode & 0o111 != 0,
+        });
+    }
+    if let Some(file) = entries
+        .iter()
+        .find(|e| !e.is_dir && dirs.contains(&e.parts.join("/")))
+    {
+        return Err(ZipError::FileIsADirectory {
+            entry: file.name.clone(),
         });
     }
     Ok((entries, declared))
@@ -495,6 +515,26 @@ mod tests {
         // "pkg/" (a directory) and "pkg" (a file) name the same path.
         let err = refused(&[("pkg/", b"", None), ("pkg", b"2", None)]);
         assert!(err.contains("more than once"), "{err}");
+    }
+
+    /// Regression (coverage-guided run of `zip_entries_structured`,
+    /// 2026-12-05): a file `a` beside `a/a` was accepted at upload and only
+    /// failed when the build unpacked it.
+    #[test]
+    fn refuses_a_file_that_other_entries_use_as_their_directory() {
+        for entries in [
+            &[("a/a", &b""[..], None), ("a", &b"A"[..], None)][..],
+            &[("a", &b"A"[..], None), ("a/b/c.py", &b""[..], None)][..],
+        ] {
+            let err = refused(entries);
+            assert!(
+                err.contains("\"a\"") && err.contains("use it as their directory"),
+                "{err}"
+            );
+        }
+        // A directory entry beside its own files is fine.
+        let z = zip_with(&[("a/", b"", None), ("a/b", b"x", None)]);
+        assert_eq!(inspect(&z).unwrap().files, 1);
     }
 
     /// Regression (fuzz harness `zip_entries_structured`): a file entry
