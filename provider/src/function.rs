@@ -12,6 +12,7 @@ use sless_wire::{CreateFunction, Function, Runtime, UpdateFunction};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
+use tf_provider::RawValue;
 use tf_provider::schema::{AttributeConstraint, AttributeType, Block, Description, Schema};
 use tf_provider::value::{Value, ValueEmpty};
 use tf_provider::{AttributePath, Diagnostics, Resource};
@@ -256,7 +257,7 @@ impl Resource for FunctionResource {
         use AttributeType::{Map, Number, String};
         let runtimes = Runtime::list();
         Some(Schema {
-            version: 1,
+            version: crate::state_upgrade::SCHEMA_VERSION,
             block: Block {
                 version: 1,
                 attributes: tf_provider::map! {
@@ -496,6 +497,21 @@ impl Resource for FunctionResource {
         }
         let state = Self::wait_ready(diags, &c, state, sha.as_deref(), url).await;
         Some((state, private))
+    }
+
+    async fn upgrade<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        version: i64,
+        prior_state: RawValue,
+    ) -> Option<Self::State<'a>> {
+        crate::state_upgrade::upgrade_resource(
+            diags,
+            "sless_function",
+            version,
+            &prior_state,
+            &self.shared,
+        )
     }
 
     async fn import<'a>(

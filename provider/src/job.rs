@@ -13,6 +13,7 @@ use sless_wire::job::validate_input;
 use sless_wire::{CreateJob, Job, JobPhase, Runtime, UpdateJob};
 use std::sync::Arc;
 use std::time::Duration;
+use tf_provider::RawValue;
 use tf_provider::schema::{AttributeConstraint, AttributeType, Block, Description, Schema};
 use tf_provider::value::{Value, ValueEmpty};
 use tf_provider::{AttributePath, Diagnostics, Resource};
@@ -351,7 +352,7 @@ impl Resource for JobResource {
         use AttributeType::{Map, Number, String};
         let runtimes = Runtime::list();
         Some(Schema {
-            version: 1,
+            version: crate::state_upgrade::SCHEMA_VERSION,
             block: Block {
                 version: 1,
                 attributes: tf_provider::map! {
@@ -610,6 +611,21 @@ impl Resource for JobResource {
             _ => state,
         };
         Some((state, private))
+    }
+
+    async fn upgrade<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        version: i64,
+        prior_state: RawValue,
+    ) -> Option<Self::State<'a>> {
+        crate::state_upgrade::upgrade_resource(
+            diags,
+            "sless_job",
+            version,
+            &prior_state,
+            &self.shared,
+        )
     }
 
     async fn import<'a>(

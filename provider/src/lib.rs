@@ -14,6 +14,7 @@ pub mod namespace;
 pub mod provider;
 pub mod service;
 pub mod source;
+pub mod state_upgrade;
 #[cfg(test)]
 mod test_support;
 pub mod token;

@@ -13,6 +13,7 @@ use sless_wire::service::{validate_health_path, validate_script};
 use sless_wire::{CreateService, Runtime, Service, UpdateService};
 use std::sync::Arc;
 use std::time::Duration;
+use tf_provider::RawValue;
 use tf_provider::schema::{AttributeConstraint, AttributeType, Block, Description, Schema};
 use tf_provider::value::{Value, ValueEmpty};
 use tf_provider::{AttributePath, Diagnostics, Resource};
@@ -283,7 +284,7 @@ impl Resource for ServiceResource {
         use AttributeType::{List, Map, Number, String};
         let runtimes = Runtime::list();
         Some(Schema {
-            version: 1,
+            version: crate::state_upgrade::SCHEMA_VERSION,
             block: Block {
                 version: 1,
                 attributes: tf_provider::map! {
@@ -542,6 +543,21 @@ impl Resource for ServiceResource {
         }
         let state = Self::wait_ready(diags, &c, state, sha.as_deref()).await;
         Some((state, private))
+    }
+
+    async fn upgrade<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        version: i64,
+        prior_state: RawValue,
+    ) -> Option<Self::State<'a>> {
+        crate::state_upgrade::upgrade_resource(
+            diags,
+            "sless_service",
+            version,
+            &prior_state,
+            &self.shared,
+        )
     }
 
     async fn import<'a>(

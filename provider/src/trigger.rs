@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use sless_wire::trigger::validate_payload;
 use sless_wire::{CreateTrigger, Trigger, TriggerPhase, UpdateTrigger, validate};
 use std::sync::Arc;
+use tf_provider::RawValue;
 use tf_provider::schema::{AttributeConstraint, AttributeType, Block, Description, Schema};
 use tf_provider::value::{Value, ValueEmpty};
 use tf_provider::{AttributePath, Diagnostics, Resource};
@@ -269,7 +270,7 @@ impl Resource for TriggerResource {
         use AttributeConstraint::{Computed, Optional, OptionalComputed, Required};
         use AttributeType::{Bool, Number, String};
         Some(Schema {
-            version: 1,
+            version: crate::state_upgrade::SCHEMA_VERSION,
             block: Block {
                 version: 1,
                 attributes: tf_provider::map! {
@@ -453,6 +454,21 @@ impl Resource for TriggerResource {
         state = state.fill_from(&t);
         let state = Self::wait_settled(diags, &c, state, &ns, &name, enabled).await;
         Some((state, private))
+    }
+
+    async fn upgrade<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        version: i64,
+        prior_state: RawValue,
+    ) -> Option<Self::State<'a>> {
+        crate::state_upgrade::upgrade_resource(
+            diags,
+            "sless_trigger",
+            version,
+            &prior_state,
+            &self.shared,
+        )
     }
 
     async fn import<'a>(
