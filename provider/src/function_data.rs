@@ -6,6 +6,7 @@ use crate::fields::{self, attr, opt};
 use crate::provider::Shared;
 use serde::{Deserialize, Serialize};
 use sless_wire::Function;
+use std::collections::BTreeMap;
 use tf_provider::schema::{AttributeConstraint, AttributeType, Block, Description, Schema};
 use tf_provider::value::{Value, ValueEmpty};
 use tf_provider::{DataSource, Diagnostics};
@@ -28,6 +29,15 @@ pub struct FunctionDataState {
     /// `module.function`.
     #[serde(default)]
     pub entrypoint: Value<String>,
+    /// Plain environment variables.
+    #[serde(default)]
+    pub env_vars: Value<BTreeMap<String, Value<String>>>,
+    /// Names of the secret environment variables (never their values).
+    #[serde(default)]
+    pub secret_env_var_names: Value<Vec<Value<String>>>,
+    /// The operator's fingerprint of the secret environment variables.
+    #[serde(default)]
+    pub secret_env_vars_hash: Value<String>,
     /// Memory limit in MiB.
     #[serde(default)]
     pub memory_mb: Value<i64>,
@@ -81,6 +91,22 @@ fn state_of(f: &Function, invoke_url: String) -> FunctionDataState {
         namespace: Value::Value(f.namespace.clone()),
         runtime: Value::Value(f.spec.runtime.as_str().to_string()),
         entrypoint: Value::Value(f.spec.entrypoint.clone()),
+        env_vars: Value::Value(
+            f.spec
+                .env_vars
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::Value(v.clone())))
+                .collect(),
+        ),
+        secret_env_var_names: Value::Value(
+            f.spec
+                .secret_env_vars
+                .names
+                .iter()
+                .map(|n| Value::Value(n.clone()))
+                .collect(),
+        ),
+        secret_env_vars_hash: fields::secret_hash_from_api(&f.spec.secret_env_vars),
         memory_mb: Value::Value(i64::from(f.spec.memory_mb)),
         timeout_sec: Value::Value(i64::from(f.spec.timeout_sec)),
         min_instances: Value::Value(i64::from(f.spec.min_instances)),
@@ -101,7 +127,7 @@ impl DataSource for FunctionDataSource {
 
     fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
         use AttributeConstraint::{Computed, Required};
-        use AttributeType::{Number, String};
+        use AttributeType::{List, Map, Number, String};
         Some(Schema {
             version: 1,
             block: Block {
@@ -112,6 +138,9 @@ impl DataSource for FunctionDataSource {
                     "namespace" => attr(String, Computed, "The namespace the function lives in: the provider's, derived from the token's `sub`."),
                     "runtime" => attr(String, Computed, "Language runtime, e.g. `python3.11`."),
                     "entrypoint" => attr(String, Computed, "`module.function`."),
+                    "env_vars" => attr(Map(Box::new(String)), Computed, "The function's plain environment variables (an empty map when it has none)."),
+                    "secret_env_var_names" => attr(List(Box::new(String)), Computed, "Names of the function's `secret_env_vars`, sorted. Their values never leave the operator."),
+                    "secret_env_vars_hash" => attr(String, Computed, "The operator's fingerprint of the function's `secret_env_vars` (the resource's `secret_env_vars_hash`); null without secrets."),
                     "memory_mb" => attr(Number, Computed, "Memory limit in MiB."),
                     "timeout_sec" => attr(Number, Computed, "Per-invocation timeout in seconds."),
                     "min_instances" => attr(Number, Computed, "Processes kept running when idle (0: scales to zero)."),

@@ -23,6 +23,12 @@ resource "sless_function" "hello" {{
   source_dir  = "${{path.module}}/src"
   memory_mb   = 192
   timeout_sec = 12
+  env_vars = {{
+    GREETING = "hi"
+  }}
+  secret_env_vars = {{
+    API_KEY = "ds-secret-value"
+  }}
 }}
 
 resource "sless_trigger" "web" {{
@@ -53,6 +59,8 @@ output "function" {{
     image_ref     = sless_function.hello.image_ref
     invoke_url    = sless_function.hello.invoke_url
     last_built_at = sless_function.hello.last_built_at
+    env_vars      = sless_function.hello.env_vars
+    secrets_hash  = sless_function.hello.secret_env_vars_hash
   }}
 }}
 
@@ -112,6 +120,8 @@ output "function" {{
     image_ref     = data.sless_function.hello.image_ref
     invoke_url    = data.sless_function.hello.invoke_url
     last_built_at = data.sless_function.hello.last_built_at
+    env_vars      = data.sless_function.hello.env_vars
+    secrets_hash  = data.sless_function.hello.secret_env_vars_hash
   }}
 }}
 
@@ -136,6 +146,10 @@ output "tick" {{
     phase    = data.sless_trigger.tick.phase
     enabled  = data.sless_trigger.tick.enabled
   }}
+}}
+
+output "secret_names" {{
+  value = data.sless_function.hello.secret_env_var_names
 }}
 
 output "web_schedule_is_null" {{
@@ -178,6 +192,13 @@ async fn data_sources_read_what_another_configuration_created() {
     assert_eq!(got["function"]["value"]["namespace"], ns.as_str());
     assert_eq!(got["function"]["value"]["phase"], "Ready");
     assert_eq!(got["function"]["value"]["memory_mb"], 192);
+    assert_eq!(got["function"]["value"]["env_vars"]["GREETING"], "hi");
+    let hash = got["function"]["value"]["secrets_hash"].as_str().unwrap();
+    assert_eq!(hash.len(), 64, "a sha256 hex: {hash}");
+    assert_eq!(got["secret_names"]["value"], serde_json::json!(["API_KEY"]));
+    // The reader learns names and hash, never the value.
+    let state = std::fs::read_to_string(read.dir.join("terraform.tfstate")).unwrap();
+    assert!(state.contains("API_KEY") && !state.contains("ds-secret-value"));
     assert_eq!(got["tick"]["value"]["phase"], "Disabled");
     assert_eq!(got["tick"]["value"]["payload"], r#"{"from":"cron"}"#);
     assert_eq!(got["web_schedule_is_null"]["value"], true);
