@@ -4,20 +4,38 @@
 use sless_wire::FieldError;
 use tf_provider::{AttributePath, Diagnostics};
 
+/// The secret maps. Terraform prints the source lines of the attribute a
+/// diagnostic points at, and those lines may hold the secret values, so a
+/// diagnostic about them points at the resource and names the field in its
+/// detail instead.
+const SECRET_MAPS: [&str; 2] = ["secret_env_vars", "secret_env_vars_wo"];
+
+/// True for `secret_env_vars`, `secret_env_vars_wo` and their keys.
+fn is_secret_field(field: &str) -> bool {
+    let attr = field.split_once('.').map_or(field, |(a, _)| a);
+    SECRET_MAPS.contains(&attr)
+}
+
 /// The attribute path of a wire field name: `memory_mb` → `memory_mb`,
-/// `env_vars.FOO` → `env_vars["FOO"]`.
+/// `env_vars.FOO` → `env_vars["FOO"]`, a secret map's field → the resource
+/// (see [`SECRET_MAPS`]).
 pub fn field_path(field: &str) -> AttributePath {
     match field.split_once('.') {
-        Some((attr, key)) if attr == "env_vars" => {
-            AttributePath::new(attr.to_string()).key(key.to_string())
-        }
+        Some(("env_vars", key)) => AttributePath::new("env_vars").key(key.to_string()),
+        _ if is_secret_field(field) => AttributePath::root(),
         _ => AttributePath::new(field.to_string()),
     }
 }
 
-/// Adds an error for a field that broke a validation rule.
+/// Adds an error for a field that broke a validation rule (a secret map's
+/// field is named in the detail, since the path cannot show it).
 pub fn field_error(diags: &mut Diagnostics, summary: &str, e: &FieldError) {
-    diags.error(summary.to_string(), e.message.clone(), field_path(&e.field));
+    let detail = if is_secret_field(&e.field) {
+        format!("{}: {}", e.field, e.message)
+    } else {
+        e.message.clone()
+    };
+    diags.error(summary.to_string(), detail, field_path(&e.field));
 }
 
 #[cfg(test)]
@@ -35,6 +53,17 @@ mod tests {
                 AttributePathStep::Key("FOO".into())
             ]
         );
+        for secret in [
+            "secret_env_vars.TOKEN",
+            "secret_env_vars_wo",
+            "secret_env_vars_wo.A",
+        ] {
+            assert_eq!(
+                field_path(secret),
+                AttributePath::root(),
+                "{secret}: its source lines hold the values"
+            );
+        }
         assert_eq!(field_path("memory_mb"), AttributePath::new("memory_mb"));
     }
 }

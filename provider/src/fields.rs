@@ -100,6 +100,7 @@ pub fn attr(t: AttributeType, c: AttributeConstraint, doc: &str) -> Attribute {
         constraint: c,
         sensitive: false,
         deprecated: false,
+        write_only: false,
     }
 }
 

@@ -6,6 +6,7 @@ use crate::client::chain;
 use crate::code::{self, package, plan_hash};
 use crate::fields::{self, Fetched, api_error, attr, env_at_apply, opt};
 use crate::provider::{Configured, Shared};
+use crate::secrets::{self, SecretFields};
 use crate::wait::{self, WaitError};
 use serde::{Deserialize, Serialize};
 use sless_wire::{CreateFunction, Function, Runtime, UpdateFunction};
@@ -50,6 +51,12 @@ pub struct FunctionState {
     /// The operator's fingerprint of `secret_env_vars`.
     #[serde(default)]
     pub secret_env_vars_hash: Value<String>,
+    /// Write-only secrets: set in configuration, null in plan and state.
+    #[serde(default)]
+    pub secret_env_vars_wo: fields::EnvMap,
+    /// Changing it sends `secret_env_vars_wo` again.
+    #[serde(default)]
+    pub secret_env_vars_version: Value<i64>,
     /// Memory limit in MiB.
     #[serde(default)]
     pub memory_mb: Value<i64>,
@@ -98,6 +105,16 @@ const COMPUTED_ONLY: [&str; 8] = [
 ];
 
 impl FunctionState {
+    /// The secret attributes, for [`secrets`].
+    fn secret_fields(&self) -> SecretFields<'_> {
+        SecretFields {
+            secrets: &self.secret_env_vars,
+            hash: &self.secret_env_vars_hash,
+            write_only: &self.secret_env_vars_wo,
+            version: &self.secret_env_vars_version,
+        }
+    }
+
     fn computed_only(&self, name: &str) -> &Value<String> {
         match name {
             "id" => &self.id,
@@ -143,7 +160,8 @@ impl FunctionState {
     /// Copies what the operator reports into the computed attributes.
     fn fill_from(mut self, f: &Function, invoke_url: String) -> Self {
         self.id = Value::Value(format!("{}/{}", f.namespace, f.name));
-        self.secret_env_vars_hash = fields::secret_hash_from_api(&f.spec.secret_env_vars);
+        self.secret_env_vars_hash =
+            secrets::hash_for_state(self.secret_fields(), &f.spec.secret_env_vars);
         self.namespace = Value::Value(f.namespace.clone());
         self.phase = Value::Value(f.status.phase.as_str().to_string());
         self.image_ref = opt(&f.status.image_ref);
@@ -260,27 +278,30 @@ impl Resource for FunctionResource {
             version: crate::state_upgrade::SCHEMA_VERSION,
             block: Block {
                 version: 1,
-                attributes: tf_provider::map! {
-                    "name" => attr(String, Required, "Function name: a DNS-1123 label (1-63 lowercase letters, digits and `-`). Changing it replaces the function."),
-                    "runtime" => attr(String, Required, &format!("Language runtime, one of: {runtimes}. Changing it rebuilds the function in place.")),
-                    "entrypoint" => attr(String, Required, "`module.function`: `main.handler` (Python: dotted module path; Node.js: file path without extension). Changing it restarts the function without a rebuild."),
-                    "source_dir" => attr(String, Required, "Folder with the function's code, e.g. `\"${path.module}/src\"`. Zipped deterministically; `requirements.txt` / `package.json` are installed at build time."),
-                    "env_vars" => attr(Map(Box::new(String)), Optional, "Environment variables given to the function. Names starting with `SLESS_` are reserved. Changing them restarts the function without a rebuild."),
-                    "secret_env_vars" => fields::sensitive_attr(Map(Box::new(String)), Optional, "Secret environment variables given to the function (sensitive: never shown in plans). The operator stores them apart (a file with mode 0600 on the local backend) and never returns them: it answers with their names and `secret_env_vars_hash`. Names follow the `env_vars` rules and cannot also be in `env_vars`. Changing them restarts the function without a rebuild."),
-                    "secret_env_vars_hash" => attr(String, Computed, "The operator's fingerprint of `secret_env_vars` (sha256 over the names and values): a value changed outside Terraform shows here as drift and plans an in-place update. Null without secrets."),
-                    "memory_mb" => attr(Number, OptionalComputed, "Memory limit in MiB, 64-4096 (default 128)."),
-                    "timeout_sec" => attr(Number, OptionalComputed, "Per-invocation timeout in seconds, 1-900 (default 30)."),
-                    "min_instances" => attr(Number, OptionalComputed, "Processes kept running when the function is idle: `0` (default) stops its process after `idle_timeout_sec` without a request, and the next request starts it again (a cold start, held until the process is ready); `1` keeps one process always up. Changing it applies without a restart."),
-                    "idle_timeout_sec" => attr(Number, OptionalComputed, "Seconds without a request before a function with `min_instances = 0` stops its process, 1-86400 (default 300). Changing it applies without a restart."),
-                    "wait_timeout_sec" => attr(Number, Optional, "How long create, update and delete wait for the function, in seconds. Defaults to the provider's `wait_timeout_sec` (600)."),
-                    "id" => attr(String, Computed, "`<namespace>/<name>`."),
-                    "namespace" => attr(String, Computed, "The namespace the function lives in, derived from the token's `sub`."),
-                    "code_hash" => attr(String, Computed, "sha256 of the normalised content of `source_dir`, computed at plan time. A change rebuilds the function."),
-                    "phase" => attr(String, Computed, "Lifecycle phase: Pending, Building, Ready, Failed or Deleting."),
-                    "image_ref" => attr(String, Computed, "Reference of the built image, where the backend has one."),
-                    "invoke_url" => attr(String, Computed, "The authenticated invoke endpoint: send requests with `Authorization: Bearer <token>`."),
-                    "last_built_at" => attr(String, Computed, "RFC 3339 time the last successful build finished.")
-                },
+                attributes: secrets::with_schema_attributes(
+                    "restarts the function without a rebuild",
+                    tf_provider::map! {
+                        "name" => attr(String, Required, "Function name: a DNS-1123 label (1-63 lowercase letters, digits and `-`). Changing it replaces the function."),
+                        "runtime" => attr(String, Required, &format!("Language runtime, one of: {runtimes}. Changing it rebuilds the function in place.")),
+                        "entrypoint" => attr(String, Required, "`module.function`: `main.handler` (Python: dotted module path; Node.js: file path without extension). Changing it restarts the function without a rebuild."),
+                        "source_dir" => attr(String, Required, "Folder with the function's code, e.g. `\"${path.module}/src\"`. Zipped deterministically; `requirements.txt` / `package.json` are installed at build time."),
+                        "env_vars" => attr(Map(Box::new(String)), Optional, "Environment variables given to the function. Names starting with `SLESS_` are reserved. Changing them restarts the function without a rebuild."),
+                        "secret_env_vars" => fields::sensitive_attr(Map(Box::new(String)), Optional, "Secret environment variables given to the function (sensitive: never shown in plans). The operator stores them apart (a file with mode 0600 on the local backend) and never returns them: it answers with their names and `secret_env_vars_hash`. Names follow the `env_vars` rules and cannot also be in `env_vars`. Changing them restarts the function without a rebuild."),
+                        "secret_env_vars_hash" => attr(String, Computed, "The operator's fingerprint of `secret_env_vars` (sha256 over the names and values): a value changed outside Terraform shows here as drift and plans an in-place update. Null without secrets."),
+                        "memory_mb" => attr(Number, OptionalComputed, "Memory limit in MiB, 64-4096 (default 128)."),
+                        "timeout_sec" => attr(Number, OptionalComputed, "Per-invocation timeout in seconds, 1-900 (default 30)."),
+                        "min_instances" => attr(Number, OptionalComputed, "Processes kept running when the function is idle: `0` (default) stops its process after `idle_timeout_sec` without a request, and the next request starts it again (a cold start, held until the process is ready); `1` keeps one process always up. Changing it applies without a restart."),
+                        "idle_timeout_sec" => attr(Number, OptionalComputed, "Seconds without a request before a function with `min_instances = 0` stops its process, 1-86400 (default 300). Changing it applies without a restart."),
+                        "wait_timeout_sec" => attr(Number, Optional, "How long create, update and delete wait for the function, in seconds. Defaults to the provider's `wait_timeout_sec` (600)."),
+                        "id" => attr(String, Computed, "`<namespace>/<name>`."),
+                        "namespace" => attr(String, Computed, "The namespace the function lives in, derived from the token's `sub`."),
+                        "code_hash" => attr(String, Computed, "sha256 of the normalised content of `source_dir`, computed at plan time. A change rebuilds the function."),
+                        "phase" => attr(String, Computed, "Lifecycle phase: Pending, Building, Ready, Failed or Deleting."),
+                        "image_ref" => attr(String, Computed, "Reference of the built image, where the backend has one."),
+                        "invoke_url" => attr(String, Computed, "The authenticated invoke endpoint: send requests with `Authorization: Bearer <token>`."),
+                        "last_built_at" => attr(String, Computed, "RFC 3339 time the last successful build finished.")
+                    },
+                ),
                 description: Description::markdown(
                     "A serverless function built from a folder of Python or Node.js code.",
                 ),
@@ -304,6 +325,7 @@ impl Resource for FunctionResource {
         fields::check_scaling(diags, config.min_instances, config.idle_timeout_sec);
         fields::check_env_vars(diags, &config.env_vars);
         fields::check_secret_env_vars(diags, &config.secret_env_vars, &config.env_vars);
+        secrets::check_config(diags, config.secret_fields(), &config.env_vars);
         fields::check_source_dir(diags, &config.source_dir);
         Some(())
     }
@@ -343,8 +365,10 @@ impl Resource for FunctionResource {
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
         let mut planned = proposed;
         apply_defaults(&mut planned, &config);
+        secrets::check_terraform(diags, &self.shared, config.secret_fields());
         planned.code_hash = plan_hash(diags, &planned.source_dir)?;
-        planned.secret_env_vars_hash = fields::plan_secret_hash(&planned.secret_env_vars);
+        planned.secret_env_vars_wo = secrets::planned_write_only();
+        planned.secret_env_vars_hash = secrets::planned_hash(planned.secret_fields());
         planned.unknown_build_outputs();
         // Where the function will live is known as soon as the provider is
         // configured and the name is known.
@@ -363,8 +387,10 @@ impl Resource for FunctionResource {
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
         let mut planned = proposed;
         apply_defaults(&mut planned, &config);
+        secrets::check_terraform(diags, &self.shared, config.secret_fields());
         planned.code_hash = plan_hash(diags, &planned.source_dir)?;
-        planned.secret_env_vars_hash = fields::plan_secret_hash(&planned.secret_env_vars);
+        planned.secret_env_vars_wo = secrets::planned_write_only();
+        planned.secret_env_vars_hash = secrets::planned_hash(planned.secret_fields());
         let mut replace = Vec::new();
         if planned.name != prior.name {
             replace.push(AttributePath::new("name"));
@@ -402,11 +428,15 @@ impl Resource for FunctionResource {
         &self,
         diags: &mut Diagnostics,
         planned: Self::State<'a>,
-        _config: Self::State<'a>,
+        config: Self::State<'a>,
         private: Self::PrivateState<'a>,
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
         let c: Arc<Configured> = self.shared.get(diags)?;
+        secrets::check_terraform(diags, &self.shared, config.secret_fields());
+        if !diags.errors.is_empty() {
+            return None;
+        }
         let pkg = package(diags, &planned.source_dir, &planned.code_hash)?;
         let name = planned.name.as_ref_option().cloned().unwrap_or_default();
         let env = env_at_apply(diags, &planned.env_vars)?;
@@ -415,7 +445,11 @@ impl Resource for FunctionResource {
             runtime: planned.runtime.as_ref_option().cloned(),
             entrypoint: planned.entrypoint.as_ref_option().cloned(),
             env_vars: env,
-            secret_env_vars: fields::secrets_at_apply(diags, &planned.secret_env_vars)?,
+            secret_env_vars: secrets::at_create(
+                diags,
+                planned.secret_fields(),
+                config.secret_fields(),
+            )?,
             memory_mb: planned.memory_mb.as_ref_option().copied(),
             timeout_sec: planned.timeout_sec.as_ref_option().copied(),
             min_instances: planned.min_instances.as_ref_option().copied(),
@@ -442,11 +476,15 @@ impl Resource for FunctionResource {
         diags: &mut Diagnostics,
         prior: Self::State<'a>,
         planned: Self::State<'a>,
-        _config: Self::State<'a>,
+        config: Self::State<'a>,
         private: Self::PrivateState<'a>,
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
         let c: Arc<Configured> = self.shared.get(diags)?;
+        secrets::check_terraform(diags, &self.shared, config.secret_fields());
+        if !diags.errors.is_empty() {
+            return None;
+        }
         let name = planned.name.as_ref_option().cloned().unwrap_or_default();
         let ns = fields::namespace_of(&prior.namespace, &c);
         let patch = UpdateFunction {
@@ -457,13 +495,12 @@ impl Resource for FunctionResource {
             } else {
                 None
             },
-            secret_env_vars: if planned.secret_env_vars != prior.secret_env_vars
-                || planned.secret_env_vars_hash != prior.secret_env_vars_hash
-            {
-                Some(fields::secrets_at_apply(diags, &planned.secret_env_vars)?)
-            } else {
-                None
-            },
+            secret_env_vars: secrets::at_update(
+                diags,
+                prior.secret_fields(),
+                planned.secret_fields(),
+                config.secret_fields(),
+            )?,
             memory_mb: fields::changed(&planned.memory_mb, &prior.memory_mb),
             timeout_sec: fields::changed(&planned.timeout_sec, &prior.timeout_sec),
             min_instances: fields::changed(&planned.min_instances, &prior.min_instances),

@@ -7,6 +7,7 @@
 use crate::code::{self, package, plan_hash};
 use crate::fields::{self, Ended, Fetched, attr, env_at_apply, opt};
 use crate::provider::{Configured, Shared};
+use crate::secrets::{self, SecretFields};
 use crate::wait::{Look, poll};
 use serde::{Deserialize, Serialize};
 use sless_wire::job::validate_input;
@@ -54,6 +55,12 @@ pub struct JobState {
     /// The operator's fingerprint of `secret_env_vars`.
     #[serde(default)]
     pub secret_env_vars_hash: Value<String>,
+    /// Write-only secrets: set in configuration, null in plan and state.
+    #[serde(default)]
+    pub secret_env_vars_wo: fields::EnvMap,
+    /// Changing it sends `secret_env_vars_wo` again.
+    #[serde(default)]
+    pub secret_env_vars_version: Value<i64>,
     /// The event, as JSON text.
     #[serde(default)]
     pub input: Value<String>,
@@ -116,6 +123,16 @@ fn phase_str(p: JobPhase) -> &'static str {
 }
 
 impl JobState {
+    /// The secret attributes, for [`secrets`].
+    fn secret_fields(&self) -> SecretFields<'_> {
+        SecretFields {
+            secrets: &self.secret_env_vars,
+            hash: &self.secret_env_vars_hash,
+            write_only: &self.secret_env_vars_wo,
+            version: &self.secret_env_vars_version,
+        }
+    }
+
     fn computed_only(&self, name: &str) -> &Value<String> {
         match name {
             "id" => &self.id,
@@ -141,7 +158,8 @@ impl JobState {
     /// Copies the operator's view into the computed attributes.
     fn fill_from(mut self, j: &Job) -> Self {
         self.id = Value::Value(format!("{}/{}", j.namespace, j.name));
-        self.secret_env_vars_hash = fields::secret_hash_from_api(&j.spec.secret_env_vars);
+        self.secret_env_vars_hash =
+            secrets::hash_for_state(self.secret_fields(), &j.spec.secret_env_vars);
         self.namespace = Value::Value(j.namespace.clone());
         self.memory_mb = Value::Value(i64::from(j.spec.memory_mb));
         self.timeout_sec = Value::Value(i64::from(j.spec.timeout_sec));
@@ -189,6 +207,7 @@ impl JobState {
             || self.entrypoint != prior.entrypoint
             || self.env_vars != prior.env_vars
             || self.secret_env_vars_hash != prior.secret_env_vars_hash
+            || self.secret_env_vars_version != prior.secret_env_vars_version
             || self.input != prior.input
             || self.run_id != prior.run_id
             || self.memory_mb != prior.memory_mb
@@ -355,28 +374,31 @@ impl Resource for JobResource {
             version: crate::state_upgrade::SCHEMA_VERSION,
             block: Block {
                 version: 1,
-                attributes: tf_provider::map! {
-                    "name" => attr(String, Required, "Job name: a DNS-1123 label. Changing it replaces the job."),
-                    "runtime" => attr(String, Required, &format!("Language runtime, one of: {runtimes}. Changing it rebuilds and reruns.")),
-                    "entrypoint" => attr(String, Required, "`module.function` called once with `input` as the event. Changing it reruns."),
-                    "source_dir" => attr(String, Required, "Folder with the job's code, e.g. `\"${path.module}/src\"`. Built like a function's; a content change reruns."),
-                    "env_vars" => attr(Map(Box::new(String)), Optional, "Environment variables of the run. Changing them reruns."),
-                    "secret_env_vars" => fields::sensitive_attr(Map(Box::new(String)), Optional, "Secret environment variables of the run (sensitive: never shown in plans). Stored apart by the operator, never returned (only their names and `secret_env_vars_hash`). Names follow the `env_vars` rules and cannot also be in `env_vars`. Changing them reruns, without a rebuild."),
-                    "secret_env_vars_hash" => attr(String, Computed, "The operator's fingerprint of `secret_env_vars` (sha256 over the names and values): a value changed outside Terraform shows here as drift and plans an in-place update. Null without secrets."),
-                    "input" => attr(String, Optional, "The event as JSON text, e.g. `jsonencode({numbers = [1, 2]})` (default `null`). Compared as JSON: reformatting is not a change. Changing it reruns."),
-                    "run_id" => attr(Number, Optional, "Any number; change it to run the job again (an in-place update)."),
-                    "wait_timeout_sec" => attr(Number, Optional, "How long create and update wait for the build and the run, in seconds (default 900)."),
-                    "memory_mb" => attr(Number, OptionalComputed, "Memory limit in MiB, 64-4096 (default 128). Changing it reruns."),
-                    "timeout_sec" => attr(Number, OptionalComputed, "Run timeout in seconds, 1-900 (default 30): a longer run is killed and fails. Changing it reruns."),
-                    "id" => attr(String, Computed, "`<namespace>/<name>`."),
-                    "namespace" => attr(String, Computed, "The namespace the job lives in."),
-                    "phase" => attr(String, Computed, "Phase of the last run: Succeeded after a successful apply (Pending, Building, Running, Failed otherwise)."),
-                    "message" => attr(String, Computed, "The entrypoint's return value, JSON-encoded: use `jsondecode(...)`. Not sensitive (so it can feed other resources and outputs): do not return secrets."),
-                    "started_at" => attr(String, Computed, "RFC 3339 start of the last run."),
-                    "completed_at" => attr(String, Computed, "RFC 3339 end of the last run."),
-                    "code_hash" => attr(String, Computed, "sha256 of the normalised content of `source_dir`, computed at plan time."),
-                    "image_ref" => attr(String, Computed, "Reference of the image the last run was built into, where the backend has one (the local backend: `local/<namespace>/<name>:<first 12 hex of the zip's sha256>`). Changes only when the code or the runtime does.")
-                },
+                attributes: secrets::with_schema_attributes(
+                    "reruns the job, without a rebuild",
+                    tf_provider::map! {
+                        "name" => attr(String, Required, "Job name: a DNS-1123 label. Changing it replaces the job."),
+                        "runtime" => attr(String, Required, &format!("Language runtime, one of: {runtimes}. Changing it rebuilds and reruns.")),
+                        "entrypoint" => attr(String, Required, "`module.function` called once with `input` as the event. Changing it reruns."),
+                        "source_dir" => attr(String, Required, "Folder with the job's code, e.g. `\"${path.module}/src\"`. Built like a function's; a content change reruns."),
+                        "env_vars" => attr(Map(Box::new(String)), Optional, "Environment variables of the run. Changing them reruns."),
+                        "secret_env_vars" => fields::sensitive_attr(Map(Box::new(String)), Optional, "Secret environment variables of the run (sensitive: never shown in plans). Stored apart by the operator, never returned (only their names and `secret_env_vars_hash`). Names follow the `env_vars` rules and cannot also be in `env_vars`. Changing them reruns, without a rebuild."),
+                        "secret_env_vars_hash" => attr(String, Computed, "The operator's fingerprint of `secret_env_vars` (sha256 over the names and values): a value changed outside Terraform shows here as drift and plans an in-place update. Null without secrets."),
+                        "input" => attr(String, Optional, "The event as JSON text, e.g. `jsonencode({numbers = [1, 2]})` (default `null`). Compared as JSON: reformatting is not a change. Changing it reruns."),
+                        "run_id" => attr(Number, Optional, "Any number; change it to run the job again (an in-place update)."),
+                        "wait_timeout_sec" => attr(Number, Optional, "How long create and update wait for the build and the run, in seconds (default 900)."),
+                        "memory_mb" => attr(Number, OptionalComputed, "Memory limit in MiB, 64-4096 (default 128). Changing it reruns."),
+                        "timeout_sec" => attr(Number, OptionalComputed, "Run timeout in seconds, 1-900 (default 30): a longer run is killed and fails. Changing it reruns."),
+                        "id" => attr(String, Computed, "`<namespace>/<name>`."),
+                        "namespace" => attr(String, Computed, "The namespace the job lives in."),
+                        "phase" => attr(String, Computed, "Phase of the last run: Succeeded after a successful apply (Pending, Building, Running, Failed otherwise)."),
+                        "message" => attr(String, Computed, "The entrypoint's return value, JSON-encoded: use `jsondecode(...)`. Not sensitive (so it can feed other resources and outputs): do not return secrets."),
+                        "started_at" => attr(String, Computed, "RFC 3339 start of the last run."),
+                        "completed_at" => attr(String, Computed, "RFC 3339 end of the last run."),
+                        "code_hash" => attr(String, Computed, "sha256 of the normalised content of `source_dir`, computed at plan time."),
+                        "image_ref" => attr(String, Computed, "Reference of the image the last run was built into, where the backend has one (the local backend: `local/<namespace>/<name>:<first 12 hex of the zip's sha256>`). Changes only when the code or the runtime does.")
+                    },
+                ),
                 description: Description::markdown(
                     "Runs code once with an input and keeps its return value in state.",
                 ),
@@ -399,6 +421,7 @@ impl Resource for JobResource {
         );
         fields::check_env_vars(diags, &config.env_vars);
         fields::check_secret_env_vars(diags, &config.secret_env_vars, &config.env_vars);
+        secrets::check_config(diags, config.secret_fields(), &config.env_vars);
         fields::check_source_dir(diags, &config.source_dir);
         if let Value::Value(i) = &config.input
             && let Err(e) = validate_input("input", i)
@@ -453,8 +476,10 @@ impl Resource for JobResource {
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
         let mut planned = proposed;
         apply_defaults(&mut planned, &config);
+        secrets::check_terraform(diags, &self.shared, config.secret_fields());
         planned.code_hash = plan_hash(diags, &planned.source_dir)?;
-        planned.secret_env_vars_hash = fields::plan_secret_hash(&planned.secret_env_vars);
+        planned.secret_env_vars_wo = secrets::planned_write_only();
+        planned.secret_env_vars_hash = secrets::planned_hash(planned.secret_fields());
         let c = self.shared.try_get();
         (planned.id, planned.namespace) = fields::plan_location(c.as_deref(), &planned.name);
         planned.unknown_run_outputs();
@@ -473,8 +498,10 @@ impl Resource for JobResource {
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
         let mut planned = proposed;
         apply_defaults(&mut planned, &config);
+        secrets::check_terraform(diags, &self.shared, config.secret_fields());
         planned.code_hash = plan_hash(diags, &planned.source_dir)?;
-        planned.secret_env_vars_hash = fields::plan_secret_hash(&planned.secret_env_vars);
+        planned.secret_env_vars_wo = secrets::planned_write_only();
+        planned.secret_env_vars_hash = secrets::planned_hash(planned.secret_fields());
         let mut replace = Vec::new();
         if planned.name != prior.name {
             replace.push(AttributePath::new("name"));
@@ -515,11 +542,15 @@ impl Resource for JobResource {
         &self,
         diags: &mut Diagnostics,
         planned: Self::State<'a>,
-        _config: Self::State<'a>,
+        config: Self::State<'a>,
         private: Self::PrivateState<'a>,
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
         let c: Arc<Configured> = self.shared.get(diags)?;
+        secrets::check_terraform(diags, &self.shared, config.secret_fields());
+        if !diags.errors.is_empty() {
+            return None;
+        }
         let pkg = package(diags, &planned.source_dir, &planned.code_hash)?;
         let name = planned.name.as_ref_option().cloned().unwrap_or_default();
         let env = env_at_apply(diags, &planned.env_vars)?;
@@ -528,7 +559,11 @@ impl Resource for JobResource {
             runtime: planned.runtime.as_ref_option().cloned(),
             entrypoint: planned.entrypoint.as_ref_option().cloned(),
             env_vars: env,
-            secret_env_vars: fields::secrets_at_apply(diags, &planned.secret_env_vars)?,
+            secret_env_vars: secrets::at_create(
+                diags,
+                planned.secret_fields(),
+                config.secret_fields(),
+            )?,
             input: planned.input.as_ref_option().cloned(),
             run_id: planned.run_id.as_ref_option().copied(),
             memory_mb: planned.memory_mb.as_ref_option().copied(),
@@ -549,11 +584,15 @@ impl Resource for JobResource {
         diags: &mut Diagnostics,
         prior: Self::State<'a>,
         planned: Self::State<'a>,
-        _config: Self::State<'a>,
+        config: Self::State<'a>,
         private: Self::PrivateState<'a>,
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
         let c: Arc<Configured> = self.shared.get(diags)?;
+        secrets::check_terraform(diags, &self.shared, config.secret_fields());
+        if !diags.errors.is_empty() {
+            return None;
+        }
         let name = planned.name.as_ref_option().cloned().unwrap_or_default();
         let ns = fields::namespace_of(&prior.namespace, &c);
         let patch = UpdateJob {
@@ -564,13 +603,12 @@ impl Resource for JobResource {
             } else {
                 None
             },
-            secret_env_vars: if planned.secret_env_vars != prior.secret_env_vars
-                || planned.secret_env_vars_hash != prior.secret_env_vars_hash
-            {
-                Some(fields::secrets_at_apply(diags, &planned.secret_env_vars)?)
-            } else {
-                None
-            },
+            secret_env_vars: secrets::at_update(
+                diags,
+                prior.secret_fields(),
+                planned.secret_fields(),
+                config.secret_fields(),
+            )?,
             input: (planned.input != prior.input).then(|| {
                 let input = planned.input.as_ref_option().cloned();
                 input.unwrap_or_else(|| "null".to_string())

@@ -12,6 +12,7 @@ pub mod function_data;
 pub mod job;
 pub mod namespace;
 pub mod provider;
+pub mod secrets;
 pub mod service;
 pub mod source;
 pub mod state_upgrade;

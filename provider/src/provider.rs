@@ -70,28 +70,55 @@ pub struct Configured {
 
 /// A slot `configure` fills; resources get a clone at start-up.
 #[derive(Debug, Clone, Default)]
-pub struct Shared(Arc<RwLock<Option<Arc<Configured>>>>);
+pub struct Shared {
+    configured: Arc<RwLock<Option<Arc<Configured>>>>,
+    /// The calling Terraform's version, e.g. `1.11.4` (set by `configure`
+    /// even when the rest of the configuration is not known yet).
+    terraform_version: Arc<RwLock<Option<String>>>,
+}
+
+/// Writes `value` into `slot`, a poisoned lock notwithstanding.
+fn store<T>(slot: &RwLock<Option<T>>, value: T) {
+    let mut guard = match slot.write() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    *guard = Some(value);
+}
+
+/// Reads `slot`, a poisoned lock notwithstanding.
+fn load<T: Clone>(slot: &RwLock<Option<T>>) -> Option<T> {
+    match slot.read() {
+        Ok(g) => g.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    }
+}
 
 impl Shared {
     /// A slot already filled (for tests and tools).
     pub fn configured(c: Configured) -> Shared {
-        Shared(Arc::new(RwLock::new(Some(Arc::new(c)))))
+        let s = Shared::default();
+        s.set(c);
+        s
     }
 
     fn set(&self, c: Configured) {
-        let mut guard = match self.0.write() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        *guard = Some(Arc::new(c));
+        store(&self.configured, Arc::new(c));
+    }
+
+    /// Records the calling Terraform's version.
+    pub fn set_terraform_version(&self, version: &str) {
+        store(&self.terraform_version, version.to_string());
+    }
+
+    /// The calling Terraform's version, once `configure` has run.
+    pub fn terraform_version(&self) -> Option<String> {
+        load(&self.terraform_version)
     }
 
     /// The configuration, if `configure` succeeded.
     pub fn try_get(&self) -> Option<Arc<Configured>> {
-        match self.0.read() {
-            Ok(g) => g.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        load(&self.configured)
     }
 
     /// The configuration, or an error diagnostic explaining why there is none.
@@ -205,9 +232,10 @@ impl Provider for SlessProvider {
     async fn configure<'a>(
         &self,
         diags: &mut Diagnostics,
-        _terraform_version: String,
+        terraform_version: String,
         config: Self::Config<'a>,
     ) -> Option<()> {
+        self.shared.set_terraform_version(&terraform_version);
         let endpoint = from_env(&config.endpoint, ENV_ENDPOINT);
         let token = from_env(&config.token, ENV_TOKEN);
         let nubes = from_env(&config.nubes_endpoint, ENV_NUBES_ENDPOINT);

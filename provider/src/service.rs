@@ -7,6 +7,7 @@ use crate::code::{self, package, plan_hash};
 use crate::diag::field_error;
 use crate::fields::{self, Ended, Fetched, attr, env_at_apply, opt};
 use crate::provider::{Configured, Shared};
+use crate::secrets::{self, SecretFields};
 use crate::wait::{Readiness, poll, ready_look};
 use serde::{Deserialize, Serialize};
 use sless_wire::service::{validate_health_path, validate_script};
@@ -60,6 +61,12 @@ pub struct ServiceState {
     /// The operator's fingerprint of `secret_env_vars`.
     #[serde(default)]
     pub secret_env_vars_hash: Value<String>,
+    /// Write-only secrets: set in configuration, null in plan and state.
+    #[serde(default)]
+    pub secret_env_vars_wo: fields::EnvMap,
+    /// Changing it sends `secret_env_vars_wo` again.
+    #[serde(default)]
+    pub secret_env_vars_version: Value<i64>,
     /// Memory limit in MiB.
     #[serde(default)]
     pub memory_mb: Value<i64>,
@@ -101,6 +108,16 @@ const COMPUTED_ONLY: [&str; 7] = [
 ];
 
 impl ServiceState {
+    /// The secret attributes, for [`secrets`].
+    fn secret_fields(&self) -> SecretFields<'_> {
+        SecretFields {
+            secrets: &self.secret_env_vars,
+            hash: &self.secret_env_vars_hash,
+            write_only: &self.secret_env_vars_wo,
+            version: &self.secret_env_vars_version,
+        }
+    }
+
     fn computed_only(&self, name: &str) -> &Value<String> {
         match name {
             "id" => &self.id,
@@ -131,7 +148,8 @@ impl ServiceState {
     /// `url` is kept (it is stable for the life of the service).
     fn fill_from(mut self, s: &Service) -> Self {
         self.id = Value::Value(format!("{}/{}", s.namespace, s.name));
-        self.secret_env_vars_hash = fields::secret_hash_from_api(&s.spec.secret_env_vars);
+        self.secret_env_vars_hash =
+            secrets::hash_for_state(self.secret_fields(), &s.spec.secret_env_vars);
         self.namespace = Value::Value(s.namespace.clone());
         self.phase = Value::Value(s.status.phase.as_str().to_string());
         self.last_built_at = opt(&s.status.last_built_at);
@@ -287,26 +305,29 @@ impl Resource for ServiceResource {
             version: crate::state_upgrade::SCHEMA_VERSION,
             block: Block {
                 version: 1,
-                attributes: tf_provider::map! {
-                    "name" => attr(String, Required, "Service name: a DNS-1123 label. Changing it replaces the service."),
-                    "runtime" => attr(String, Required, &format!("Language runtime, one of: {runtimes}. Changing it rebuilds in place.")),
-                    "entrypoint" => attr(String, Optional, "The script to run, relative to the code root (e.g. `app.py`, `server.js`). Give this or `command`. Changing it restarts without a rebuild."),
-                    "command" => attr(List(Box::new(String)), Optional, "A full command line instead of `entrypoint`, e.g. `[\"python3\", \"-m\", \"app\"]`. Changing it restarts without a rebuild."),
-                    "source_dir" => attr(String, Required, "Folder with the service's code, e.g. `\"${path.module}/src\"`. A content change rebuilds."),
-                    "env_vars" => attr(Map(Box::new(String)), Optional, "Environment variables (`PORT` is set by the platform). Changing them restarts without a rebuild."),
-                    "secret_env_vars" => fields::sensitive_attr(Map(Box::new(String)), Optional, "Secret environment variables (sensitive: never shown in plans). Stored apart by the operator, never returned (only their names and `secret_env_vars_hash`). Names follow the `env_vars` rules and cannot also be in `env_vars`. Changing them restarts the service without a rebuild."),
-                    "secret_env_vars_hash" => attr(String, Computed, "The operator's fingerprint of `secret_env_vars` (sha256 over the names and values): a value changed outside Terraform shows here as drift and plans an in-place update. Null without secrets."),
-                    "memory_mb" => attr(Number, OptionalComputed, "Memory limit in MiB, 64-4096 (default 128). Changing it restarts without a rebuild."),
-                    "timeout_sec" => attr(Number, OptionalComputed, "Per-request timeout at the proxy in seconds, 1-900 (default 30)."),
-                    "health_path" => attr(String, OptionalComputed, "Readiness path polled until it answers below 500 (default `/`)."),
-                    "wait_timeout_sec" => attr(Number, Optional, "How long create, update and delete wait, in seconds. Defaults to the provider's `wait_timeout_sec` (600)."),
-                    "id" => attr(String, Computed, "`<namespace>/<name>`."),
-                    "namespace" => attr(String, Computed, "The namespace the service lives in."),
-                    "url" => attr(String, Computed, "The public URL of the service (no token needed). Stable for the life of the service."),
-                    "phase" => attr(String, Computed, "Lifecycle phase: Pending, Building, Ready, Failed or Deleting."),
-                    "code_hash" => attr(String, Computed, "sha256 of the normalised content of `source_dir`, computed at plan time."),
-                    "last_built_at" => attr(String, Computed, "RFC 3339 time the last successful build finished (unchanged by in-place updates).")
-                },
+                attributes: secrets::with_schema_attributes(
+                    "restarts the service without a rebuild",
+                    tf_provider::map! {
+                        "name" => attr(String, Required, "Service name: a DNS-1123 label. Changing it replaces the service."),
+                        "runtime" => attr(String, Required, &format!("Language runtime, one of: {runtimes}. Changing it rebuilds in place.")),
+                        "entrypoint" => attr(String, Optional, "The script to run, relative to the code root (e.g. `app.py`, `server.js`). Give this or `command`. Changing it restarts without a rebuild."),
+                        "command" => attr(List(Box::new(String)), Optional, "A full command line instead of `entrypoint`, e.g. `[\"python3\", \"-m\", \"app\"]`. Changing it restarts without a rebuild."),
+                        "source_dir" => attr(String, Required, "Folder with the service's code, e.g. `\"${path.module}/src\"`. A content change rebuilds."),
+                        "env_vars" => attr(Map(Box::new(String)), Optional, "Environment variables (`PORT` is set by the platform). Changing them restarts without a rebuild."),
+                        "secret_env_vars" => fields::sensitive_attr(Map(Box::new(String)), Optional, "Secret environment variables (sensitive: never shown in plans). Stored apart by the operator, never returned (only their names and `secret_env_vars_hash`). Names follow the `env_vars` rules and cannot also be in `env_vars`. Changing them restarts the service without a rebuild."),
+                        "secret_env_vars_hash" => attr(String, Computed, "The operator's fingerprint of `secret_env_vars` (sha256 over the names and values): a value changed outside Terraform shows here as drift and plans an in-place update. Null without secrets."),
+                        "memory_mb" => attr(Number, OptionalComputed, "Memory limit in MiB, 64-4096 (default 128). Changing it restarts without a rebuild."),
+                        "timeout_sec" => attr(Number, OptionalComputed, "Per-request timeout at the proxy in seconds, 1-900 (default 30)."),
+                        "health_path" => attr(String, OptionalComputed, "Readiness path polled until it answers below 500 (default `/`)."),
+                        "wait_timeout_sec" => attr(Number, Optional, "How long create, update and delete wait, in seconds. Defaults to the provider's `wait_timeout_sec` (600)."),
+                        "id" => attr(String, Computed, "`<namespace>/<name>`."),
+                        "namespace" => attr(String, Computed, "The namespace the service lives in."),
+                        "url" => attr(String, Computed, "The public URL of the service (no token needed). Stable for the life of the service."),
+                        "phase" => attr(String, Computed, "Lifecycle phase: Pending, Building, Ready, Failed or Deleting."),
+                        "code_hash" => attr(String, Computed, "sha256 of the normalised content of `source_dir`, computed at plan time."),
+                        "last_built_at" => attr(String, Computed, "RFC 3339 time the last successful build finished (unchanged by in-place updates).")
+                    },
+                ),
                 description: Description::markdown(
                     "A long-running process you write, served on a public URL and restarted when it dies.",
                 ),
@@ -335,6 +356,7 @@ impl Resource for ServiceResource {
         }
         fields::check_env_vars(diags, &config.env_vars);
         fields::check_secret_env_vars(diags, &config.secret_env_vars, &config.env_vars);
+        secrets::check_config(diags, config.secret_fields(), &config.env_vars);
         fields::check_source_dir(diags, &config.source_dir);
         Some(())
     }
@@ -386,8 +408,10 @@ impl Resource for ServiceResource {
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
         let mut planned = proposed;
         apply_defaults(&mut planned, &config);
+        secrets::check_terraform(diags, &self.shared, config.secret_fields());
         planned.code_hash = plan_hash(diags, &planned.source_dir)?;
-        planned.secret_env_vars_hash = fields::plan_secret_hash(&planned.secret_env_vars);
+        planned.secret_env_vars_wo = secrets::planned_write_only();
+        planned.secret_env_vars_hash = secrets::planned_hash(planned.secret_fields());
         let c = self.shared.try_get();
         (planned.id, planned.namespace) = fields::plan_location(c.as_deref(), &planned.name);
         planned.url = Value::Unknown;
@@ -406,8 +430,10 @@ impl Resource for ServiceResource {
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
         let mut planned = proposed;
         apply_defaults(&mut planned, &config);
+        secrets::check_terraform(diags, &self.shared, config.secret_fields());
         planned.code_hash = plan_hash(diags, &planned.source_dir)?;
-        planned.secret_env_vars_hash = fields::plan_secret_hash(&planned.secret_env_vars);
+        planned.secret_env_vars_wo = secrets::planned_write_only();
+        planned.secret_env_vars_hash = secrets::planned_hash(planned.secret_fields());
         let mut replace = Vec::new();
         if planned.name != prior.name {
             replace.push(AttributePath::new("name"));
@@ -444,11 +470,15 @@ impl Resource for ServiceResource {
         &self,
         diags: &mut Diagnostics,
         planned: Self::State<'a>,
-        _config: Self::State<'a>,
+        config: Self::State<'a>,
         private: Self::PrivateState<'a>,
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
         let c: Arc<Configured> = self.shared.get(diags)?;
+        secrets::check_terraform(diags, &self.shared, config.secret_fields());
+        if !diags.errors.is_empty() {
+            return None;
+        }
         let pkg = package(diags, &planned.source_dir, &planned.code_hash)?;
         let name = planned.name.as_ref_option().cloned().unwrap_or_default();
         let env = env_at_apply(diags, &planned.env_vars)?;
@@ -458,7 +488,11 @@ impl Resource for ServiceResource {
             entrypoint: planned.entrypoint.as_ref_option().cloned(),
             command: planned.command_vec(),
             env_vars: env,
-            secret_env_vars: fields::secrets_at_apply(diags, &planned.secret_env_vars)?,
+            secret_env_vars: secrets::at_create(
+                diags,
+                planned.secret_fields(),
+                config.secret_fields(),
+            )?,
             memory_mb: planned.memory_mb.as_ref_option().copied(),
             timeout_sec: planned.timeout_sec.as_ref_option().copied(),
             health_path: planned.health_path.as_ref_option().cloned(),
@@ -481,11 +515,15 @@ impl Resource for ServiceResource {
         diags: &mut Diagnostics,
         prior: Self::State<'a>,
         planned: Self::State<'a>,
-        _config: Self::State<'a>,
+        config: Self::State<'a>,
         private: Self::PrivateState<'a>,
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
         let c: Arc<Configured> = self.shared.get(diags)?;
+        secrets::check_terraform(diags, &self.shared, config.secret_fields());
+        if !diags.errors.is_empty() {
+            return None;
+        }
         let name = planned.name.as_ref_option().cloned().unwrap_or_default();
         let ns = fields::namespace_of(&prior.namespace, &c);
         let start = planned.entrypoint != prior.entrypoint || planned.command != prior.command;
@@ -503,13 +541,12 @@ impl Resource for ServiceResource {
             } else {
                 None
             },
-            secret_env_vars: if planned.secret_env_vars != prior.secret_env_vars
-                || planned.secret_env_vars_hash != prior.secret_env_vars_hash
-            {
-                Some(fields::secrets_at_apply(diags, &planned.secret_env_vars)?)
-            } else {
-                None
-            },
+            secret_env_vars: secrets::at_update(
+                diags,
+                prior.secret_fields(),
+                planned.secret_fields(),
+                config.secret_fields(),
+            )?,
             memory_mb: fields::changed(&planned.memory_mb, &prior.memory_mb),
             timeout_sec: fields::changed(&planned.timeout_sec, &prior.timeout_sec),
             health_path: fields::changed(&planned.health_path, &prior.health_path),

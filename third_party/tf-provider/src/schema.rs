@@ -219,6 +219,7 @@ fn cvt_attributes_tf6(
                     StringKind::Markdown => tfplugin6::StringKind::Markdown,
                 } as i32,
                 deprecated: attr.deprecated,
+                write_only: attr.write_only,
             }
         })
         .collect()
@@ -352,6 +353,9 @@ pub struct Attribute {
     pub sensitive: bool,
     /// Is the attribute deprecated
     pub deprecated: bool,
+    /// Is the attribute write-only (Terraform >= 1.11: given in configuration
+    /// only, never stored in plan or state; the provider must plan it null)
+    pub write_only: bool,
 }
 
 impl Default for Attribute {
@@ -362,6 +366,7 @@ impl Default for Attribute {
             constraint: AttributeConstraint::OptionalComputed,
             sensitive: false,
             deprecated: false,
+            write_only: false,
         }
     }
 }
