@@ -34,11 +34,16 @@ const PATH_MAX_CHARS: usize = 1024;
 /// Longest request id kept in a record, in characters.
 const REQUEST_ID_MAX_CHARS: usize = 128;
 
+/// The records, one B-tree keyed by (namespace, id): a record costs one
+/// insert (the table of version 1 had a rowid and two indexes, three B-trees
+/// per record), the newest of a namespace are a backwards range scan, and a
+/// prune deletes one range. Ids are given by the writer (an in-memory counter
+/// started at the largest stored id), increasing across namespaces.
 const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS invocations (
-    id INTEGER PRIMARY KEY,
-    time TEXT NOT NULL,
+CREATE TABLE IF NOT EXISTS invocation_records (
     namespace TEXT NOT NULL,
+    id INTEGER NOT NULL,
+    time TEXT NOT NULL,
     function TEXT NOT NULL,
     source TEXT NOT NULL,
     trigger TEXT,
@@ -48,18 +53,30 @@ CREATE TABLE IF NOT EXISTS invocations (
     duration_ms INTEGER NOT NULL,
     request_id TEXT NOT NULL,
     request_bytes INTEGER,
-    response_bytes INTEGER
-);
-CREATE INDEX IF NOT EXISTS invocations_by_namespace ON invocations (namespace, id);
-CREATE INDEX IF NOT EXISTS invocations_by_function ON invocations (namespace, function, id);
+    response_bytes INTEGER,
+    PRIMARY KEY (namespace, id)
+) WITHOUT ROWID;
 ";
 
 const COLUMNS: &str = "time, namespace, function, source, trigger, method, path, status, \
                        duration_ms, request_id, request_bytes, response_bytes";
 
+/// Moves the records of a version 1 log (table `invocations`, before
+/// 2026-12-05) into [`SCHEMA`]'s table, ids and order kept, in one
+/// transaction with the table's removal.
+const MIGRATE_V1: &str = "
+BEGIN IMMEDIATE;
+INSERT INTO invocation_records (id, time, namespace, function, source, trigger, method, path,
+    status, duration_ms, request_id, request_bytes, response_bytes)
+    SELECT id, time, namespace, function, source, trigger, method, path,
+    status, duration_ms, request_id, request_bytes, response_bytes FROM invocations;
+DROP TABLE invocations;
+COMMIT;
+";
+
 /// Deletes all but the newest `?2 + 1` records of namespace `?1`.
-const PRUNE: &str = "DELETE FROM invocations WHERE namespace = ?1 AND id < (
-    SELECT id FROM invocations WHERE namespace = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)";
+const PRUNE: &str = "DELETE FROM invocation_records WHERE namespace = ?1 AND id < (
+    SELECT id FROM invocation_records WHERE namespace = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)";
 
 /// Why the invocation log cannot be opened or read.
 #[derive(Debug, thiserror::Error)]
@@ -130,6 +147,23 @@ impl InvocationLog {
         )
         .map_err(sqlite)?;
         conn.execute_batch(SCHEMA).map_err(sqlite)?;
+        let v1: bool = conn
+            .query_row(
+                "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'invocations'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(sqlite)?;
+        if v1 {
+            conn.execute_batch(MIGRATE_V1).map_err(sqlite)?;
+        }
+        let last_id: i64 = conn
+            .query_row(
+                "SELECT coalesce(max(id), 0) FROM invocation_records",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(sqlite)?;
         let (tx, rx) = mpsc::channel(QUEUE);
         let shared = Arc::new(Shared {
             tx,
@@ -140,7 +174,7 @@ impl InvocationLog {
         let keep = keep.max(1);
         std::thread::Builder::new()
             .name("sless-invocations".into())
-            .spawn(move || writer(conn, rx, keep))
+            .spawn(move || writer(conn, rx, keep, last_id))
             .map_err(InvocationLogError::Thread)?;
         Ok(InvocationLog { shared })
     }
@@ -243,8 +277,8 @@ fn truncate(s: &mut String, max_chars: usize) {
 
 /// The writer thread: batches records into transactions, prunes, answers
 /// queries and flushes in queue order. Ends when every handle is gone.
-fn writer(conn: rusqlite::Connection, mut rx: mpsc::Receiver<Msg>, keep: usize) {
-    let mut w = Writer::new(conn, keep);
+fn writer(conn: rusqlite::Connection, mut rx: mpsc::Receiver<Msg>, keep: usize, last_id: i64) {
+    let mut w = Writer::new(conn, keep, last_id);
     while let Some(first) = rx.blocking_recv() {
         if matches!(first, Msg::Record(_)) {
             // Let the records of a burst gather: one commit for many of them.
@@ -280,11 +314,14 @@ struct Writer {
     /// walks `keep` index entries, so it is amortised over many inserts.
     prune_every: usize,
     since_prune: HashMap<String, usize>,
+    /// The id of the newest record written.
+    last_id: i64,
 }
 
 impl Writer {
-    fn new(conn: rusqlite::Connection, keep: usize) -> Writer {
+    fn new(conn: rusqlite::Connection, keep: usize, last_id: i64) -> Writer {
         Writer {
+            last_id,
             conn,
             batch: Vec::with_capacity(BATCH),
             keep,
@@ -306,8 +343,11 @@ impl Writer {
                 due.push(inv.namespace.clone());
             }
         }
-        if let Err(e) = write_batch(&mut self.conn, &self.batch, &due, self.keep) {
-            tracing::error!(error = %e, records = self.batch.len(), "cannot write to the invocation log");
+        match write_batch(&mut self.conn, &self.batch, self.last_id, &due, self.keep) {
+            Ok(()) => self.last_id += self.batch.len() as i64,
+            Err(e) => {
+                tracing::error!(error = %e, records = self.batch.len(), "cannot write to the invocation log")
+            }
         }
         self.batch.clear();
     }
@@ -340,20 +380,22 @@ fn to_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// Inserts `batch` in one transaction and prunes each namespace of `prune`
-/// down to its newest `keep` records.
+/// Inserts `batch` in one transaction, with the ids following `last_id`, and
+/// prunes each namespace of `prune` down to its newest `keep` records.
 fn write_batch(
     conn: &mut rusqlite::Connection,
     batch: &[Invocation],
+    last_id: i64,
     prune: &[String],
     keep: usize,
 ) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
     {
         let mut insert = tx.prepare_cached(&format!(
-            "INSERT INTO invocations ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+            "INSERT INTO invocation_records ({COLUMNS}, id) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
         ))?;
-        for inv in batch {
+        for (id, inv) in (last_id + 1..).zip(batch) {
             insert.execute(rusqlite::params![
                 inv.time,
                 inv.namespace,
@@ -367,6 +409,7 @@ fn write_batch(
                 inv.request_id,
                 inv.request_bytes.map(to_i64),
                 inv.response_bytes.map(to_i64),
+                id,
             ])?;
         }
         let mut stmt = tx.prepare_cached(PRUNE)?;
@@ -389,14 +432,14 @@ fn select(
     let rows = match function {
         Some(f) => {
             stmt = conn.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM invocations WHERE namespace = ?1 AND function = ?2 \
+                "SELECT {COLUMNS} FROM invocation_records WHERE namespace = ?1 AND function = ?2 \
                  ORDER BY id DESC LIMIT ?3"
             ))?;
             stmt.query_map(rusqlite::params![namespace, f, limit], row_to_invocation)?
         }
         None => {
             stmt = conn.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM invocations WHERE namespace = ?1 ORDER BY id DESC LIMIT ?2"
+                "SELECT {COLUMNS} FROM invocation_records WHERE namespace = ?1 ORDER BY id DESC LIMIT ?2"
             ))?;
             stmt.query_map(rusqlite::params![namespace, limit], row_to_invocation)?
         }
@@ -509,7 +552,7 @@ mod tests {
         // Nothing else is left in the file.
         let conn = rusqlite::Connection::open(log.path()).unwrap();
         let total: i64 = conn
-            .query_row("SELECT count(*) FROM invocations", [], |r| r.get(0))
+            .query_row("SELECT count(*) FROM invocation_records", [], |r| r.get(0))
             .unwrap();
         assert_eq!(total, 4);
     }
@@ -554,6 +597,54 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].path.chars().count(), PATH_MAX_CHARS);
         assert_eq!(got[0].request_id.len(), REQUEST_ID_MAX_CHARS);
+    }
+
+    /// A log written by version 1 (table `invocations` with a rowid and two
+    /// indexes) keeps its records, in order, after an upgrade.
+    #[tokio::test]
+    async fn a_version_1_log_is_migrated_with_its_records() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let conn = rusqlite::Connection::open(dir.path().join(FILE)).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE invocations (
+                    id INTEGER PRIMARY KEY, time TEXT NOT NULL, namespace TEXT NOT NULL,
+                    function TEXT NOT NULL, source TEXT NOT NULL, trigger TEXT,
+                    method TEXT NOT NULL, path TEXT NOT NULL, status INTEGER NOT NULL,
+                    duration_ms INTEGER NOT NULL, request_id TEXT NOT NULL,
+                    request_bytes INTEGER, response_bytes INTEGER);
+                 CREATE INDEX invocations_by_namespace ON invocations (namespace, id);
+                 INSERT INTO invocations (id, time, namespace, function, source, method, path,
+                     status, duration_ms, request_id, request_bytes)
+                 VALUES (7, '2026-12-02T10:00:01.000Z', 'ns', 'f', 'invoke', 'POST', '/', 200, 1, 'req-1', 1),
+                        (9, '2026-12-02T10:00:02.000Z', 'ns', 'f', 'invoke', 'POST', '/', 200, 2, 'req-2', 2),
+                        (40, '2026-12-02T10:00:03.000Z', 'other', 'f', 'invoke', 'POST', '/', 200, 3, 'req-3', 3);",
+            )
+            .unwrap();
+        }
+        let log = InvocationLog::open(dir.path(), 10).unwrap();
+        assert_eq!(
+            log.query("ns", None, 10).await.unwrap(),
+            vec![inv("ns", "f", 2), inv("ns", "f", 1)]
+        );
+        // New records get ids above every old one, across namespaces.
+        log.record(inv("ns", "f", 4));
+        log.flush().await.unwrap();
+        assert_eq!(
+            log.query("ns", None, 1).await.unwrap(),
+            vec![inv("ns", "f", 4)]
+        );
+        let conn = rusqlite::Connection::open(log.path()).unwrap();
+        let (old_tables, min_new_id): (i64, i64) = conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM sqlite_master WHERE name LIKE 'invocations%'),
+                        (SELECT id FROM invocation_records WHERE duration_ms = 4)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(old_tables, 0, "the version 1 table and its index are gone");
+        assert_eq!(min_new_id, 41);
     }
 
     #[test]
