@@ -19,7 +19,7 @@ use bolero::check;
 use serde_json::{Map, Value, json};
 use sless_wire::limits::*;
 use sless_wire::*;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod fuzz_support;
 use fuzz_support::{TEST_TIME, Tally};
@@ -115,8 +115,9 @@ fn check_schedule(schedule: &str) -> bool {
                 .expect("a fixed instant")
                 .with_timezone(&chrono::Utc);
             // On a thread, so a search that never ends is a failure with
-            // its input (libFuzzer saves it) instead of a silent hang.
-            let t0 = Instant::now();
+            // its input (libFuzzer saves it) instead of a silent hang. The
+            // bound is generous (a search takes microseconds) so a loaded
+            // machine cannot fail it; it is a hang detector, not a benchmark.
             let (tx, rx) = std::sync::mpsc::channel();
             let searched = cron.clone();
             std::thread::spawn(move || {
@@ -125,11 +126,6 @@ fn check_schedule(schedule: &str) -> bool {
             let next = rx
                 .recv_timeout(Duration::from_secs(5))
                 .unwrap_or_else(|_| panic!("{schedule:?}: no next run after 5 s of searching"));
-            let took = t0.elapsed();
-            assert!(
-                took < Duration::from_secs(2),
-                "{schedule:?}: the next run took {took:?} to compute"
-            );
             if let Ok(next) = next {
                 assert!(
                     next > start,
