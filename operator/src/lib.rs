@@ -90,6 +90,10 @@ pub enum Error {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// The state database cannot be opened or used as one (500; at start it
+    /// stops the operator), with the file and what to do about it.
+    #[error("{0}")]
+    StateDatabase(String),
     /// Any other internal fault (500).
     #[error("internal error: {0}")]
     Internal(String),

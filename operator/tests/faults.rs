@@ -315,6 +315,10 @@ fn a_corrupt_state_database_stops_the_start_with_its_name_and_is_left_untouched(
         stderr.contains("state.db") && stderr.contains("corrupt"),
         "the error names the file and the cause: {stderr}"
     );
+    assert!(
+        !stderr.contains("internal error"),
+        "a damaged file is the user's to fix, not an internal fault: {stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(
         std::fs::read(&db).expect("read back"),

@@ -146,7 +146,10 @@ impl From<Error> for ApiFailure {
             }
             Error::NotReady(m) => ApiFailure::new(S::SERVICE_UNAVAILABLE, C::NotReady, m),
             Error::Unsupported(m) => ApiFailure::new(S::NOT_IMPLEMENTED, C::NotImplemented, m),
-            e @ (Error::Storage(_) | Error::Io { .. } | Error::Internal(_)) => {
+            e @ (Error::Storage(_)
+            | Error::Io { .. }
+            | Error::StateDatabase(_)
+            | Error::Internal(_)) => {
                 tracing::error!(error = %e, "internal error");
                 ApiFailure::internal()
             }

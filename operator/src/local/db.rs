@@ -209,7 +209,7 @@ impl Db {
                     rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt
                 ) =>
             {
-                Error::Internal(format!(
+                Error::StateDatabase(format!(
                     "state database {}: {f}: it is corrupt or not a sless state database. \
                      The operator leaves it untouched: restore it from a backup, or move it \
                      aside to start with no objects",
@@ -222,14 +222,14 @@ impl Db {
                     rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
                 ) =>
             {
-                Error::Internal(format!(
+                Error::StateDatabase(format!(
                     "state database {}: {f}: another program holds a lock on it (an sqlite \
                      shell or a backup tool?); close it and start again",
                     path.display()
                 ))
             }
             Error::Storage(se) => {
-                Error::Internal(format!("state database {}: {se}", path.display()))
+                Error::StateDatabase(format!("state database {}: {se}", path.display()))
             }
             other => other,
         })
@@ -253,8 +253,8 @@ impl Db {
                 )?;
             }
             Some(v) if v > SCHEMA_VERSION => {
-                return Err(Error::Internal(format!(
-                    "{} has schema version {v}, newer than this operator's {SCHEMA_VERSION}; \
+                return Err(Error::StateDatabase(format!(
+                    "state database {} has schema version {v}, newer than this operator's {SCHEMA_VERSION}; \
                      use a newer sless-operator",
                     path.display()
                 )));
