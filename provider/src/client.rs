@@ -7,8 +7,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sless_wire::{
     ApiError, CreateFunction, CreateJob, CreateService, CreateTrigger, ErrorBody, ErrorCode,
-    Function, Job, NamespaceInfo, Service, Trigger, UpdateFunction, UpdateJob, UpdateService,
-    UpdateTrigger, paths,
+    Function, Job, NamespaceInfo, SecretEnv, Service, Trigger, UpdateFunction, UpdateJob,
+    UpdateService, UpdateTrigger, paths,
 };
 use std::time::Duration;
 
@@ -25,6 +25,33 @@ pub trait Kind: DeserializeOwned + Send {
     fn collection(ns: &str) -> String;
     /// The object `name` in `ns`: `/v1/namespaces/{ns}/<kind>s/{name}`.
     fn path(ns: &str, name: &str) -> String;
+    /// True when `self`, found under the name a create of `body` wanted, is
+    /// what an interrupted create of that same body left: the same spec and
+    /// never any code (the operator stored the create and died before it
+    /// answered, so Terraform never recorded it). Such an object is adopted
+    /// instead of failing with "already exists". Never for triggers: nothing
+    /// tells an interrupted create from a trigger made another way.
+    fn left_by_interrupted_create(&self, _body: &Self::Create) -> bool {
+        false
+    }
+}
+
+/// True when `created` (a validated create's spec) equals `stored` (as the
+/// API returns it) apart from secret values, which the API never returns.
+fn same_spec<S: Clone + PartialEq>(
+    created: Result<(String, S), sless_wire::FieldError>,
+    stored: &S,
+    secrets: fn(&mut S) -> &mut SecretEnv,
+) -> bool {
+    let Ok((_, mut created)) = created else {
+        return false;
+    };
+    let mut stored = stored.clone();
+    for spec in [&mut created, &mut stored] {
+        let s = secrets(spec);
+        *s = s.without_values();
+    }
+    created == stored
 }
 
 /// A kind built from uploaded code (function, job, service).
@@ -44,6 +71,10 @@ impl Kind for Function {
     }
     fn path(ns: &str, name: &str) -> String {
         paths::function(ns, name)
+    }
+    fn left_by_interrupted_create(&self, body: &CreateFunction) -> bool {
+        self.status.code_sha256.is_none()
+            && same_spec(body.validate(), &self.spec, |s| &mut s.secret_env_vars)
     }
 }
 
@@ -78,6 +109,10 @@ impl Kind for Job {
     fn path(ns: &str, name: &str) -> String {
         paths::job(ns, name)
     }
+    fn left_by_interrupted_create(&self, body: &CreateJob) -> bool {
+        self.status.code_sha256.is_none()
+            && same_spec(body.validate(), &self.spec, |s| &mut s.secret_env_vars)
+    }
 }
 
 impl Built for Job {
@@ -98,6 +133,10 @@ impl Kind for Service {
     }
     fn path(ns: &str, name: &str) -> String {
         paths::service(ns, name)
+    }
+    fn left_by_interrupted_create(&self, body: &CreateService) -> bool {
+        self.status.code_sha256.is_none()
+            && same_spec(body.validate(), &self.spec, |s| &mut s.secret_env_vars)
     }
 }
 

@@ -537,7 +537,9 @@ pub fn ended<T>(
 }
 
 /// Creates a `K` named `name` in the provider's namespace. A taken name or
-/// an API error becomes a diagnostic.
+/// an API error becomes a diagnostic, except a taken name holding what an
+/// interrupted create of this same body left ([`Kind::left_by_interrupted_create`]):
+/// that object is adopted, with a warning.
 pub async fn create<K: Kind>(
     diags: &mut Diagnostics,
     c: &Configured,
@@ -547,6 +549,22 @@ pub async fn create<K: Kind>(
     match c.client.create::<K>(&c.namespace, body).await {
         Ok(k) => Some(k),
         Err(e) if e.is_code(ErrorCode::AlreadyExists) => {
+            if let Ok(Some(left)) = c.client.get::<K>(&c.namespace, name).await
+                && left.left_by_interrupted_create(body)
+            {
+                diags.warning(
+                    format!("Adopted {} {name} left by an interrupted apply", K::NOUN),
+                    format!(
+                        "{} {name} already existed in namespace {} with this configuration and no code: \
+                         an earlier apply created it and was interrupted before it could record it. \
+                         It is now in the state and gets its code from this apply.",
+                        capitalized(K::NOUN),
+                        c.namespace
+                    ),
+                    AttributePath::new("name"),
+                );
+                return Some(left);
+            }
             already_exists(diags, K::NOUN, name, &c.namespace);
             None
         }

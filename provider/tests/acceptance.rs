@@ -232,6 +232,23 @@ impl Api {
         assert!(r.status().is_success(), "patch {name}: {}", r.status());
     }
 
+    async fn create(&self, body: Value) -> (u16, Value) {
+        let r = self
+            .http
+            .post(format!(
+                "{}{}",
+                self.base,
+                sless_wire::paths::functions(&self.ns)
+            ))
+            .bearer_auth(&self.token)
+            .json(&body)
+            .send()
+            .await
+            .expect("create");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
     async fn delete(&self, name: &str) {
         let r = self
             .http
@@ -529,7 +546,48 @@ async fn function_lifecycle_with_real_terraform() {
         200,
         "the other function was recreated"
     );
+
+    // 7b. What an apply interrupted between the operator storing a create and
+    // answering it leaves: the same function, never given code. The next
+    // apply adopts it (with a warning) instead of "already exists".
+    let (_, old) = api.get("acc-py").await;
     api.delete("acc-py").await;
+    let mut body = old["spec"].clone();
+    body["name"] = json!("acc-py");
+    body.as_object_mut()
+        .expect("a spec object")
+        .remove("secret_env_vars");
+    // First with step 6's value: not the configured function, so it is not
+    // adopted, code or no code.
+    assert_eq!(body["env_vars"]["GREETING"], "hacked", "{body}");
+    let (code, left) = api.create(body.clone()).await;
+    assert_eq!(code, 201, "{left}");
+    let out = tf.run(&["apply", "-auto-approve", "-input=false", "-no-color"]);
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(
+        flat(&all).contains("Function acc-py already exists"),
+        "{all}"
+    );
+    api.delete("acc-py").await;
+    // Then as the configuration has it.
+    body["env_vars"]["GREETING"] = json!("hello");
+    let (code, left) = api.create(body).await;
+    assert_eq!(code, 201, "{left}");
+    let out = tf.run(&["apply", "-auto-approve", "-input=false", "-no-color"]);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(
+        flat(&all).contains("Adopted function acc-py left by an interrupted apply"),
+        "{all}"
+    );
+    let (_, f) = api.get("acc-py").await;
+    assert_eq!(
+        f["status"]["phase"], "Ready",
+        "adopted and given its code: {f}"
+    );
+    let (code, plan) = tf.plan_code();
+    assert_eq!(code, 0, "after adopting, the plan is clean:\n{plan}");
 
     // 8. Destroy: the operator answers 404 and the processes are gone.
     assert!(
@@ -537,7 +595,7 @@ async fn function_lifecycle_with_real_terraform() {
         "acc-node runs a process"
     );
     tf.ok(&["destroy", "-auto-approve", "-input=false", "-no-color"]);
-    for name in ["acc-node", "acc-entry"] {
+    for name in ["acc-py", "acc-node", "acc-entry"] {
         assert_eq!(
             api.get(name).await.0,
             404,
