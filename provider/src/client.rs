@@ -25,13 +25,20 @@ pub trait Kind: DeserializeOwned + Send {
     fn collection(ns: &str) -> String;
     /// The object `name` in `ns`: `/v1/namespaces/{ns}/<kind>s/{name}`.
     fn path(ns: &str, name: &str) -> String;
-    /// True when `self`, found under the name a create of `body` wanted, is
-    /// what an interrupted create of that same body left: the same spec and
-    /// never any code (the operator stored the create and died before it
-    /// answered, so Terraform never recorded it). Such an object is adopted
-    /// instead of failing with "already exists". Never for triggers: nothing
-    /// tells an interrupted create from a trigger made another way.
-    fn left_by_interrupted_create(&self, _body: &Self::Create) -> bool {
+    /// The patch that adopts `self`, found under the name a create of `body`
+    /// wanted, when it is what an interrupted create left: an object that
+    /// never got any code (the operator stored the create and died before it
+    /// answered, so Terraform never recorded it). The patch sets every field
+    /// of `body`, because the configuration may have changed since that
+    /// create. `None`, the default, keeps "already exists": always for
+    /// triggers, which carry no such mark, and for anything that has code.
+    fn adoption_patch(&self, _body: &Self::Create) -> Option<Self::Update> {
+        None
+    }
+    /// True when `self` has the spec a create of `body` asks for, secret
+    /// values aside (the API never returns them): checked after an adoption
+    /// patch, so a field the patch cannot express is never recorded wrong.
+    fn has_spec_of(&self, _body: &Self::Create) -> bool {
         false
     }
 }
@@ -72,9 +79,20 @@ impl Kind for Function {
     fn path(ns: &str, name: &str) -> String {
         paths::function(ns, name)
     }
-    fn left_by_interrupted_create(&self, body: &CreateFunction) -> bool {
-        self.status.code_sha256.is_none()
-            && same_spec(body.validate(), &self.spec, |s| &mut s.secret_env_vars)
+    fn adoption_patch(&self, body: &CreateFunction) -> Option<UpdateFunction> {
+        self.status.code_sha256.is_none().then(|| UpdateFunction {
+            runtime: body.runtime.clone(),
+            entrypoint: body.entrypoint.clone(),
+            env_vars: Some(body.env_vars.clone()),
+            secret_env_vars: Some(body.secret_env_vars.clone()),
+            memory_mb: body.memory_mb,
+            timeout_sec: body.timeout_sec,
+            min_instances: body.min_instances,
+            idle_timeout_sec: body.idle_timeout_sec,
+        })
+    }
+    fn has_spec_of(&self, body: &CreateFunction) -> bool {
+        same_spec(body.validate(), &self.spec, |s| &mut s.secret_env_vars)
     }
 }
 
@@ -109,9 +127,20 @@ impl Kind for Job {
     fn path(ns: &str, name: &str) -> String {
         paths::job(ns, name)
     }
-    fn left_by_interrupted_create(&self, body: &CreateJob) -> bool {
-        self.status.code_sha256.is_none()
-            && same_spec(body.validate(), &self.spec, |s| &mut s.secret_env_vars)
+    fn adoption_patch(&self, body: &CreateJob) -> Option<UpdateJob> {
+        self.status.code_sha256.is_none().then(|| UpdateJob {
+            runtime: body.runtime.clone(),
+            entrypoint: body.entrypoint.clone(),
+            env_vars: Some(body.env_vars.clone()),
+            secret_env_vars: Some(body.secret_env_vars.clone()),
+            input: body.input.clone(),
+            run_id: body.run_id,
+            memory_mb: body.memory_mb,
+            timeout_sec: body.timeout_sec,
+        })
+    }
+    fn has_spec_of(&self, body: &CreateJob) -> bool {
+        same_spec(body.validate(), &self.spec, |s| &mut s.secret_env_vars)
     }
 }
 
@@ -134,9 +163,21 @@ impl Kind for Service {
     fn path(ns: &str, name: &str) -> String {
         paths::service(ns, name)
     }
-    fn left_by_interrupted_create(&self, body: &CreateService) -> bool {
-        self.status.code_sha256.is_none()
-            && same_spec(body.validate(), &self.spec, |s| &mut s.secret_env_vars)
+    fn adoption_patch(&self, body: &CreateService) -> Option<UpdateService> {
+        self.status.code_sha256.is_none().then(|| UpdateService {
+            runtime: body.runtime.clone(),
+            entrypoint: body.entrypoint.clone(),
+            // An empty list clears a command the interrupted create set.
+            command: Some(body.command.clone().unwrap_or_default()),
+            env_vars: Some(body.env_vars.clone()),
+            secret_env_vars: Some(body.secret_env_vars.clone()),
+            memory_mb: body.memory_mb,
+            timeout_sec: body.timeout_sec,
+            health_path: body.health_path.clone(),
+        })
+    }
+    fn has_spec_of(&self, body: &CreateService) -> bool {
+        same_spec(body.validate(), &self.spec, |s| &mut s.secret_env_vars)
     }
 }
 

@@ -538,8 +538,8 @@ pub fn ended<T>(
 
 /// Creates a `K` named `name` in the provider's namespace. A taken name or
 /// an API error becomes a diagnostic, except a taken name holding what an
-/// interrupted create of this same body left ([`Kind::left_by_interrupted_create`]):
-/// that object is adopted, with a warning.
+/// interrupted create left ([`Kind::adoption_patch`]): that object is
+/// adopted, given this configuration, with a warning.
 pub async fn create<K: Kind>(
     diags: &mut Diagnostics,
     c: &Configured,
@@ -548,30 +548,62 @@ pub async fn create<K: Kind>(
 ) -> Option<K> {
     match c.client.create::<K>(&c.namespace, body).await {
         Ok(k) => Some(k),
-        Err(e) if e.is_code(ErrorCode::AlreadyExists) => {
-            if let Ok(Some(left)) = c.client.get::<K>(&c.namespace, name).await
-                && left.left_by_interrupted_create(body)
-            {
+        Err(e) if e.is_code(ErrorCode::AlreadyExists) => match adopt::<K>(c, name, body).await {
+            Adoption::Adopted(k) => {
                 diags.warning(
-                    format!("Adopted {} {name} left by an interrupted apply", K::NOUN),
-                    format!(
-                        "{} {name} already existed in namespace {} with this configuration and no code: \
-                         an earlier apply created it and was interrupted before it could record it. \
-                         It is now in the state and gets its code from this apply.",
-                        capitalized(K::NOUN),
-                        c.namespace
-                    ),
-                    AttributePath::new("name"),
-                );
-                return Some(left);
+                        format!("Adopted {} {name} left by an interrupted apply", K::NOUN),
+                        format!(
+                            "{} {name} already existed in namespace {} with no code: what an apply \
+                             leaves when it is interrupted after the operator stored its create, \
+                             before Terraform could record it. It now has this configuration, is in \
+                             the state and gets its code from this apply.",
+                            capitalized(K::NOUN),
+                            c.namespace
+                        ),
+                        AttributePath::new("name"),
+                    );
+                Some(k)
             }
-            already_exists(diags, K::NOUN, name, &c.namespace);
-            None
-        }
+            Adoption::Failed(e) => {
+                api_error(diags, format!("Cannot adopt {} {name}", K::NOUN), &e);
+                None
+            }
+            Adoption::NotLeftByAnApply => {
+                already_exists(diags, K::NOUN, name, &c.namespace);
+                None
+            }
+        },
         Err(e) => {
             api_error(diags, format!("Cannot create {} {name}", K::NOUN), &e);
             None
         }
+    }
+}
+
+/// What [`adopt`] made of a name a create found taken.
+enum Adoption<K> {
+    /// It was what an interrupted create left, and now has the configuration.
+    Adopted(K),
+    /// It was, but the patch giving it the configuration failed.
+    Failed(ClientError),
+    /// Not an interrupted create's leftover (it has code, it is a trigger, it
+    /// vanished, or the patch could not give it this spec): "already exists".
+    NotLeftByAnApply,
+}
+
+/// Adopts the `K` named `name` if it is what an interrupted create left,
+/// patching it to `body` (the configuration may have changed since).
+async fn adopt<K: Kind>(c: &Configured, name: &str, body: &K::Create) -> Adoption<K> {
+    let Ok(Some(left)) = c.client.get::<K>(&c.namespace, name).await else {
+        return Adoption::NotLeftByAnApply;
+    };
+    let Some(patch) = left.adoption_patch(body) else {
+        return Adoption::NotLeftByAnApply;
+    };
+    match c.client.update::<K>(&c.namespace, name, &patch).await {
+        Ok(k) if k.has_spec_of(body) => Adoption::Adopted(k),
+        Ok(_) => Adoption::NotLeftByAnApply,
+        Err(e) => Adoption::Failed(e),
     }
 }
 

@@ -548,30 +548,21 @@ async fn function_lifecycle_with_real_terraform() {
     );
 
     // 7b. What an apply interrupted between the operator storing a create and
-    // answering it leaves: the same function, never given code. The next
-    // apply adopts it (with a warning) instead of "already exists".
+    // answering it leaves: a function that never got code, here with an older
+    // configuration (step 6's env value, another memory limit), as when the
+    // configuration changed between the interrupted apply and this one. The
+    // next apply adopts it (with a warning), gives it this configuration and
+    // its code, instead of "already exists" (step 7: a function with code is
+    // never adopted).
     let (_, old) = api.get("acc-py").await;
     api.delete("acc-py").await;
     let mut body = old["spec"].clone();
     body["name"] = json!("acc-py");
+    body["memory_mb"] = json!(256);
     body.as_object_mut()
         .expect("a spec object")
         .remove("secret_env_vars");
-    // First with step 6's value: not the configured function, so it is not
-    // adopted, code or no code.
     assert_eq!(body["env_vars"]["GREETING"], "hacked", "{body}");
-    let (code, left) = api.create(body.clone()).await;
-    assert_eq!(code, 201, "{left}");
-    let out = tf.run(&["apply", "-auto-approve", "-input=false", "-no-color"]);
-    let all = text(&out);
-    assert!(!out.status.success(), "{all}");
-    assert!(
-        flat(&all).contains("Function acc-py already exists"),
-        "{all}"
-    );
-    api.delete("acc-py").await;
-    // Then as the configuration has it.
-    body["env_vars"]["GREETING"] = json!("hello");
     let (code, left) = api.create(body).await;
     assert_eq!(code, 201, "{left}");
     let out = tf.run(&["apply", "-auto-approve", "-input=false", "-no-color"]);
@@ -586,6 +577,10 @@ async fn function_lifecycle_with_real_terraform() {
         f["status"]["phase"], "Ready",
         "adopted and given its code: {f}"
     );
+    assert_eq!(f["spec"]["env_vars"]["GREETING"], "hello", "{f}");
+    assert_eq!(f["spec"]["memory_mb"], 128, "{f}");
+    let r = api.invoke(&py_url, "adopted").await;
+    assert_eq!(r["message"], "hello, adopted!", "{r}");
     let (code, plan) = tf.plan_code();
     assert_eq!(code, 0, "after adopting, the plan is clean:\n{plan}");
 
