@@ -168,10 +168,35 @@ async fn a_service_answers_updates_in_place_heals_and_goes_away() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    // Killed by hand: it comes back, and the restart is counted.
+    // Killed by hand: it comes back, and the restart is counted. Requests
+    // made while it restarts are held for the new process: none is refused
+    // with a 503 (a request already on its way to the dead one may get 502).
     let pid = second["pid"].as_u64().unwrap();
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    let third = get_until(&url, Duration::from_secs(30), |v| v["pid"] != pid).await;
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut answers = Vec::new();
+    let third = loop {
+        let r = http.get(&url).send().await.unwrap();
+        let code = r.status().as_u16();
+        let text = r.text().await.unwrap_or_default();
+        if code == 200 {
+            let v: Value = serde_json::from_str(&text).unwrap();
+            if v["pid"] != pid {
+                break v;
+            }
+        }
+        answers.push(format!("{code} {text}"));
+        assert!(
+            Instant::now() < deadline,
+            "not back within 30 s after the kill: {answers:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        !answers.iter().any(|a| a.starts_with("503")),
+        "requests refused with 503 while the process restarted: {answers:?}"
+    );
     assert_eq!(third["greeting"], "bonjour");
     let (_, svc) = c
         .call(Method::GET, &paths::service(&c.namespace, "web"), None)

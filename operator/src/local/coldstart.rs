@@ -16,13 +16,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-/// How long a request for a function that is up but restarting its process
-/// (after a crash, an operator restart or an update) waits for the new one
-/// before a 503 (at most its `timeout_sec`). The first restart comes after
-/// 0.5 s; a process that keeps crashing backs off for longer than this, and
-/// its requests get the 503 with the status message instead of a long wait.
-const RESTART_HOLD: Duration = Duration::from_secs(10);
-
 impl Inner {
     /// The sandbox (strict) of a pre-started process of namespace `ns` for
     /// `language`: it sees the namespace's builds and dependency caches of
@@ -302,13 +295,13 @@ impl Inner {
     /// Where a request for `f` goes: its live process; for a function at
     /// zero, the process the request's wake-up starts (the request is held
     /// until it is ready, within `timeout_sec`); for one restarting its
-    /// process, the restarted process (held up to [`RESTART_HOLD`]).
+    /// process, the restarted process (held up to [`workload::RESTART_HOLD`]).
     pub(super) async fn function_target(&self, f: &Function) -> Result<InvokeTarget> {
         let k = key(&f.namespace, &f.name);
         let timeout = Duration::from_secs(u64::from(f.spec.timeout_sec));
         let not_serving =
             || workload::not_serving::<Function>(&k, f.status.phase, f.status.message.clone());
-        let (mut changed, hold, restarting) = {
+        let (changed, hold, restarting) = {
             let mut slots = self.lock_slots();
             let Some(slot) = slots.get_mut(&k) else {
                 return Err(not_serving());
@@ -331,51 +324,31 @@ impl Inner {
                 // itself. Hold the request for it, for a bounded time, so a
                 // crash costs the requests in flight and not every request
                 // of the next half second.
-                (slot.scale.subscribe(), timeout.min(RESTART_HOLD), true)
+                (
+                    slot.scale.subscribe(),
+                    timeout.min(workload::RESTART_HOLD),
+                    true,
+                )
             } else {
                 return Err(not_serving());
             }
         };
-        let t0 = std::time::Instant::now();
-        let name = &f.name;
-        let wait = async {
-            loop {
-                if changed.changed().await.is_err() {
-                    return Err(Error::NotReady(format!(
-                        "function {name:?} was changed or deleted while starting"
-                    )));
-                }
-                let slots = self.lock_slots();
-                let Some(slot) = slots.get(&k) else {
-                    return Err(Self::not_found(&k.0, name));
-                };
-                // The rest of the timeout is the request's.
-                let left = timeout.saturating_sub(t0.elapsed());
-                if let Some(t) = slot.target(left.max(Duration::from_millis(100)), true) {
-                    return Ok(t);
-                }
-                if let Some(why) = &slot.cold_error {
-                    return Err(Error::NotReady(format!(
-                        "function {name:?} could not start: {why}"
-                    )));
-                }
-            }
-        };
-        tokio::time::timeout(hold, wait).await.unwrap_or_else(|_| {
-            Err(Error::NotReady(if restarting {
-                format!(
-                    "function {name:?} is restarting its process and was not back \
-                             within {} s: {}",
-                    hold.as_secs(),
-                    f.status.message.as_deref().unwrap_or("no status message")
-                )
-            } else {
-                format!(
-                    "function {name:?} did not start within its timeout_sec ({} s)",
-                    f.spec.timeout_sec
-                )
-            }))
-        })
+        let gone = || Self::not_found(&k.0, &f.name);
+        match self
+            .held_target::<Function>(&k, changed, timeout, hold, true, gone)
+            .await
+        {
+            Some(answer) => answer,
+            None if restarting => Err(workload::restart_timed_out::<Function>(
+                &k,
+                hold,
+                f.status.message.clone(),
+            )),
+            None => Err(Error::NotReady(format!(
+                "function {:?} did not start within its timeout_sec ({} s)",
+                f.name, f.spec.timeout_sec
+            ))),
+        }
     }
 }
 

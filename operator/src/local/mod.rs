@@ -1121,7 +1121,7 @@ impl Backend for LocalBackend {
     }
 
     async fn service_target(&self, namespace: &str, name: &str) -> Result<InvokeTarget> {
-        self.service_target_of(namespace, name)
+        self.service_target_of(namespace, name).await
     }
 
     fn health_warnings(&self) -> Vec<String> {

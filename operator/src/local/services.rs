@@ -366,14 +366,16 @@ impl super::LocalBackend {
     }
 
     /// See `Backend::service_target`.
-    pub(super) fn service_target_of(&self, ns: &str, name: &str) -> Result<InvokeTarget> {
+    pub(super) async fn service_target_of(&self, ns: &str, name: &str) -> Result<InvokeTarget> {
         let svc = self.inner.db.object::<Service>(ns, name)?;
-        self.inner.serving_target::<Service>(
-            &key(ns, name),
-            svc.spec.timeout_sec,
-            svc.status.phase,
-            svc.status.message,
-        )
+        self.inner
+            .serving_target::<Service>(
+                &key(ns, name),
+                svc.spec.timeout_sec,
+                svc.status.phase,
+                svc.status.message,
+            )
+            .await
     }
 }
 

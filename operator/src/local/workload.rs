@@ -391,7 +391,9 @@ impl Inner {
 
     /// Where `k`'s traffic goes (the process serving it, with `timeout_sec`),
     /// or why it cannot go anywhere now (its `phase` and status `message`).
-    pub(super) fn serving_target<S: Served>(
+    /// A request for one that is Ready but restarting its process is held
+    /// for the restarted one ([`Inner::held_target`], up to [`RESTART_HOLD`]).
+    pub(super) async fn serving_target<S: Served>(
         &self,
         k: &Key,
         timeout_sec: u32,
@@ -399,15 +401,94 @@ impl Inner {
         message: Option<String>,
     ) -> Result<InvokeTarget> {
         let timeout = Duration::from_secs(u64::from(timeout_sec));
-        if let Some(t) = S::slots(self)
-            .lock()
-            .get(k)
-            .and_then(|s| s.target(timeout, false))
+        let changed = {
+            let slots = S::slots(self).lock();
+            let Some(slot) = slots.get(k) else {
+                return Err(not_serving::<S>(k, phase, message));
+            };
+            if let Some(t) = slot.target(timeout, false) {
+                return Ok(t);
+            }
+            if phase != Phase::Ready || slot.at_zero || slot.worker.is_none() {
+                return Err(not_serving::<S>(k, phase, message));
+            }
+            slot.scale.subscribe()
+        };
+        let hold = timeout.min(RESTART_HOLD);
+        let gone = || not_serving::<S>(k, Phase::Deleting, None);
+        match self
+            .held_target::<S>(k, changed, timeout, hold, false, gone)
+            .await
         {
-            return Ok(t);
+            Some(answer) => answer,
+            None => Err(restart_timed_out::<S>(k, hold, message)),
         }
-        Err(not_serving::<S>(k, phase, message))
     }
+
+    /// Holds a request for `k` until its slot has a live process (announced
+    /// on `changed`) and answers with it (the rest of `timeout` is the
+    /// request's; `leased` as in [`Slot::target`]): `Err` when its cold start
+    /// failed, it was changed, or its slot is gone (`gone()`); `None` when
+    /// `hold` passed first.
+    pub(super) async fn held_target<S: Served>(
+        &self,
+        k: &Key,
+        mut changed: tokio::sync::watch::Receiver<u64>,
+        timeout: Duration,
+        hold: Duration,
+        leased: bool,
+        gone: impl Fn() -> Error,
+    ) -> Option<Result<InvokeTarget>> {
+        let t0 = std::time::Instant::now();
+        let (noun, name) = (S::NOUN, &k.1);
+        let wait = async {
+            loop {
+                if changed.changed().await.is_err() {
+                    return Err(Error::NotReady(format!(
+                        "{noun} {name:?} was changed or deleted while starting"
+                    )));
+                }
+                let slots = S::slots(self).lock();
+                let Some(slot) = slots.get(k) else {
+                    return Err(gone());
+                };
+                let left = timeout.saturating_sub(t0.elapsed());
+                if let Some(t) = slot.target(left.max(Duration::from_millis(100)), leased) {
+                    return Ok(t);
+                }
+                if let Some(why) = &slot.cold_error {
+                    return Err(Error::NotReady(format!(
+                        "{noun} {name:?} could not start: {why}"
+                    )));
+                }
+            }
+        };
+        tokio::time::timeout(hold, wait).await.ok()
+    }
+}
+
+/// How long a request for a function or service that is up but restarting
+/// its process (after a crash, an operator restart or an update) waits for
+/// the new one before a 503 (at most its `timeout_sec`). The first restart
+/// comes after 0.5 s; a process that keeps crashing backs off for longer
+/// than this, and its requests get the 503 with the status message instead
+/// of a long wait.
+pub(super) const RESTART_HOLD: Duration = Duration::from_secs(10);
+
+/// The 503 of a request held [`RESTART_HOLD`] (`hold`) for `k`'s restarting
+/// process in vain, with the status `message` it saw.
+pub(super) fn restart_timed_out<S: Served>(
+    k: &Key,
+    hold: Duration,
+    message: Option<String>,
+) -> Error {
+    Error::NotReady(format!(
+        "{} {:?} is restarting its process and was not back within {} s: {}",
+        S::NOUN,
+        k.1,
+        hold.as_secs(),
+        message.as_deref().unwrap_or("no status message")
+    ))
 }
 
 /// Why `k` cannot take a request now, from its `phase` and status `message`.
