@@ -7,8 +7,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sless_wire::{
     ApiError, CreateFunction, CreateJob, CreateService, CreateTrigger, ErrorBody, ErrorCode,
-    Function, Job, NamespaceInfo, SecretEnv, Service, Trigger, UpdateFunction, UpdateJob,
-    UpdateService, UpdateTrigger, paths,
+    Function, Job, NamespaceInfo, Service, Trigger, UpdateFunction, UpdateJob, UpdateService,
+    UpdateTrigger, paths,
 };
 use std::time::Duration;
 
@@ -29,36 +29,13 @@ pub trait Kind: DeserializeOwned + Send {
     /// wanted, when it is what an interrupted create left: an object that
     /// never got any code (the operator stored the create and died before it
     /// answered, so Terraform never recorded it). The patch sets every field
-    /// of `body`, because the configuration may have changed since that
-    /// create. `None`, the default, keeps "already exists": always for
-    /// triggers, which carry no such mark, and for anything that has code.
+    /// of `body`, defaults resolved, because the configuration may have
+    /// changed since that create. `None`, the default, keeps "already
+    /// exists": always for triggers, which carry no such mark, and for
+    /// anything that has code.
     fn adoption_patch(&self, _body: &Self::Create) -> Option<Self::Update> {
         None
     }
-    /// True when `self` has the spec a create of `body` asks for, secret
-    /// values aside (the API never returns them): checked after an adoption
-    /// patch, so a field the patch cannot express is never recorded wrong.
-    fn has_spec_of(&self, _body: &Self::Create) -> bool {
-        false
-    }
-}
-
-/// True when `created` (a validated create's spec) equals `stored` (as the
-/// API returns it) apart from secret values, which the API never returns.
-fn same_spec<S: Clone + PartialEq>(
-    created: Result<(String, S), sless_wire::FieldError>,
-    stored: &S,
-    secrets: fn(&mut S) -> &mut SecretEnv,
-) -> bool {
-    let Ok((_, mut created)) = created else {
-        return false;
-    };
-    let mut stored = stored.clone();
-    for spec in [&mut created, &mut stored] {
-        let s = secrets(spec);
-        *s = s.without_values();
-    }
-    created == stored
 }
 
 /// A kind built from uploaded code (function, job, service).
@@ -80,19 +57,10 @@ impl Kind for Function {
         paths::function(ns, name)
     }
     fn adoption_patch(&self, body: &CreateFunction) -> Option<UpdateFunction> {
-        self.status.code_sha256.is_none().then(|| UpdateFunction {
-            runtime: body.runtime.clone(),
-            entrypoint: body.entrypoint.clone(),
-            env_vars: Some(body.env_vars.clone()),
-            secret_env_vars: Some(body.secret_env_vars.clone()),
-            memory_mb: body.memory_mb,
-            timeout_sec: body.timeout_sec,
-            min_instances: body.min_instances,
-            idle_timeout_sec: body.idle_timeout_sec,
-        })
-    }
-    fn has_spec_of(&self, body: &CreateFunction) -> bool {
-        same_spec(body.validate(), &self.spec, |s| &mut s.secret_env_vars)
+        // Every field, defaults resolved: a bad body has none (the create
+        // that found the name taken would have been refused first).
+        let never_got_code = self.status.code_sha256.is_none();
+        never_got_code.then(|| body.to_full_update().ok()).flatten()
     }
 }
 
@@ -128,19 +96,10 @@ impl Kind for Job {
         paths::job(ns, name)
     }
     fn adoption_patch(&self, body: &CreateJob) -> Option<UpdateJob> {
-        self.status.code_sha256.is_none().then(|| UpdateJob {
-            runtime: body.runtime.clone(),
-            entrypoint: body.entrypoint.clone(),
-            env_vars: Some(body.env_vars.clone()),
-            secret_env_vars: Some(body.secret_env_vars.clone()),
-            input: body.input.clone(),
-            run_id: body.run_id,
-            memory_mb: body.memory_mb,
-            timeout_sec: body.timeout_sec,
-        })
-    }
-    fn has_spec_of(&self, body: &CreateJob) -> bool {
-        same_spec(body.validate(), &self.spec, |s| &mut s.secret_env_vars)
+        // Every field, defaults resolved: a bad body has none (the create
+        // that found the name taken would have been refused first).
+        let never_got_code = self.status.code_sha256.is_none();
+        never_got_code.then(|| body.to_full_update().ok()).flatten()
     }
 }
 
@@ -164,20 +123,10 @@ impl Kind for Service {
         paths::service(ns, name)
     }
     fn adoption_patch(&self, body: &CreateService) -> Option<UpdateService> {
-        self.status.code_sha256.is_none().then(|| UpdateService {
-            runtime: body.runtime.clone(),
-            entrypoint: body.entrypoint.clone(),
-            // An empty list clears a command the interrupted create set.
-            command: Some(body.command.clone().unwrap_or_default()),
-            env_vars: Some(body.env_vars.clone()),
-            secret_env_vars: Some(body.secret_env_vars.clone()),
-            memory_mb: body.memory_mb,
-            timeout_sec: body.timeout_sec,
-            health_path: body.health_path.clone(),
-        })
-    }
-    fn has_spec_of(&self, body: &CreateService) -> bool {
-        same_spec(body.validate(), &self.spec, |s| &mut s.secret_env_vars)
+        // Every field, defaults resolved: a bad body has none (the create
+        // that found the name taken would have been refused first).
+        let never_got_code = self.status.code_sha256.is_none();
+        never_got_code.then(|| body.to_full_update().ok()).flatten()
     }
 }
 

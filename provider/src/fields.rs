@@ -548,31 +548,34 @@ pub async fn create<K: Kind>(
 ) -> Option<K> {
     match c.client.create::<K>(&c.namespace, body).await {
         Ok(k) => Some(k),
-        Err(e) if e.is_code(ErrorCode::AlreadyExists) => match adopt::<K>(c, name, body).await {
-            Adoption::Adopted(k) => {
-                diags.warning(
+        Err(e) if e.is_code(ErrorCode::AlreadyExists) => {
+            let adoption = adopt::<K>(c, name, body).await;
+            match adoption {
+                Adoption::Adopted(k) => {
+                    diags.warning(
                         format!("Adopted {} {name} left by an interrupted apply", K::NOUN),
                         format!(
-                            "{} {name} already existed in namespace {} with no code: what an apply \
-                             leaves when it is interrupted after the operator stored its create, \
-                             before Terraform could record it. It now has this configuration, is in \
-                             the state and gets its code from this apply.",
+                            "{} {name} already existed in namespace {} with no code: what an \
+                             apply leaves when it is interrupted after the operator stored its \
+                             create, before Terraform could record it. It now has this \
+                             configuration, is in the state and gets its code from this apply.",
                             capitalized(K::NOUN),
                             c.namespace
                         ),
                         AttributePath::new("name"),
                     );
-                Some(k)
+                    Some(k)
+                }
+                Adoption::Failed(e) => {
+                    api_error(diags, format!("Cannot adopt {} {name}", K::NOUN), &e);
+                    None
+                }
+                Adoption::NotLeftByAnApply => {
+                    already_exists(diags, K::NOUN, name, &c.namespace);
+                    None
+                }
             }
-            Adoption::Failed(e) => {
-                api_error(diags, format!("Cannot adopt {} {name}", K::NOUN), &e);
-                None
-            }
-            Adoption::NotLeftByAnApply => {
-                already_exists(diags, K::NOUN, name, &c.namespace);
-                None
-            }
-        },
+        }
         Err(e) => {
             api_error(diags, format!("Cannot create {} {name}", K::NOUN), &e);
             None
@@ -586,8 +589,8 @@ enum Adoption<K> {
     Adopted(K),
     /// It was, but the patch giving it the configuration failed.
     Failed(ClientError),
-    /// Not an interrupted create's leftover (it has code, it is a trigger, it
-    /// vanished, or the patch could not give it this spec): "already exists".
+    /// Not an interrupted create's leftover (it has code, it is a trigger or
+    /// it vanished): "already exists".
     NotLeftByAnApply,
 }
 
@@ -601,8 +604,7 @@ async fn adopt<K: Kind>(c: &Configured, name: &str, body: &K::Create) -> Adoptio
         return Adoption::NotLeftByAnApply;
     };
     match c.client.update::<K>(&c.namespace, name, &patch).await {
-        Ok(k) if k.has_spec_of(body) => Adoption::Adopted(k),
-        Ok(_) => Adoption::NotLeftByAnApply,
+        Ok(k) => Adoption::Adopted(k),
         Err(e) => Adoption::Failed(e),
     }
 }

@@ -288,6 +288,25 @@ impl CreateFunction {
     }
 }
 
+impl CreateFunction {
+    /// The update that gives any function this create's spec: every field
+    /// set, defaults resolved as [`CreateFunction::validate`] resolves them
+    /// (what the provider sends to adopt a function an interrupted create left).
+    pub fn to_full_update(&self) -> Result<UpdateFunction, FieldError> {
+        let (_, spec) = self.validate()?;
+        Ok(UpdateFunction {
+            runtime: Some(spec.runtime.to_string()),
+            entrypoint: Some(spec.entrypoint),
+            env_vars: Some(spec.env_vars),
+            secret_env_vars: Some(self.secret_env_vars.clone()),
+            memory_mb: Some(spec.memory_mb.into()),
+            timeout_sec: Some(spec.timeout_sec.into()),
+            min_instances: Some(spec.min_instances.into()),
+            idle_timeout_sec: Some(spec.idle_timeout_sec.into()),
+        })
+    }
+}
+
 impl UpdateFunction {
     /// Applies this partial update to `current`, validating every given field.
     /// Fields that are absent keep their current value.
@@ -448,5 +467,57 @@ mod tests {
         let old = r#"{"runtime":"python3.11","entrypoint":"main.handler","env_vars":{},"memory_mb":128,"timeout_sec":30}"#;
         let old: FunctionSpec = serde_json::from_str(old).unwrap();
         assert_eq!((old.min_instances, old.idle_timeout_sec), (0, 300));
+    }
+
+    /// A create whose optional fields are all left to their defaults.
+    fn bare_create() -> CreateFunction {
+        CreateFunction {
+            name: Some("left".into()),
+            runtime: Some("python3.11".into()),
+            entrypoint: Some("main.handler".into()),
+            ..Default::default()
+        }
+    }
+
+    /// A spec that differs from `bare_create`'s in every field.
+    fn other_spec() -> FunctionSpec {
+        CreateFunction {
+            name: Some("left".into()),
+            runtime: Some("nodejs20".into()),
+            entrypoint: Some("index.handler".into()),
+            env_vars: BTreeMap::from([("GREETING".into(), "hacked".into())]),
+            secret_env_vars: SecretValues(BTreeMap::from([("KEY".into(), "old".into())])),
+            memory_mb: Some(256),
+            timeout_sec: Some(7),
+            min_instances: Some(1),
+            idle_timeout_sec: Some(33),
+        }
+        .validate()
+        .unwrap()
+        .1
+    }
+
+    #[test]
+    fn the_full_update_of_a_create_gives_any_function_its_spec() {
+        let full = CreateFunction {
+            env_vars: BTreeMap::from([("GREETING".into(), "hello".into())]),
+            secret_env_vars: SecretValues(BTreeMap::from([("TOKEN".into(), "new".into())])),
+            memory_mb: Some(512),
+            ..bare_create()
+        };
+        for create in [bare_create(), full] {
+            let (_, wanted) = create.validate().unwrap();
+            let update = create.to_full_update().unwrap();
+            assert_eq!(
+                update.apply_to(&other_spec()).unwrap(),
+                wanted,
+                "{create:?}"
+            );
+        }
+        let bad = CreateFunction {
+            memory_mb: Some(1),
+            ..bare_create()
+        };
+        assert_eq!(bad.to_full_update().unwrap_err().field, "memory_mb");
     }
 }

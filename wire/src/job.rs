@@ -236,6 +236,24 @@ impl CreateJob {
     }
 }
 
+impl CreateJob {
+    /// The update that gives any job this create's spec: every field set,
+    /// defaults resolved as [`CreateJob::validate`] resolves them.
+    pub fn to_full_update(&self) -> Result<UpdateJob, FieldError> {
+        let (_, spec) = self.validate()?;
+        Ok(UpdateJob {
+            runtime: Some(spec.runtime.to_string()),
+            entrypoint: Some(spec.entrypoint),
+            env_vars: Some(spec.env_vars),
+            secret_env_vars: Some(self.secret_env_vars.clone()),
+            input: Some(spec.input),
+            run_id: Some(spec.run_id),
+            memory_mb: Some(spec.memory_mb.into()),
+            timeout_sec: Some(spec.timeout_sec.into()),
+        })
+    }
+}
+
 impl UpdateJob {
     /// Applies this partial update to `current`, validating given fields.
     pub fn apply_to(&self, current: &JobSpec) -> Result<JobSpec, FieldError> {
@@ -272,5 +290,47 @@ impl UpdateJob {
             next.timeout_sec = validate::timeout_sec("timeout_sec", t)?;
         }
         Ok(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bare_create() -> CreateJob {
+        CreateJob {
+            name: Some("left".into()),
+            runtime: Some("python3.11".into()),
+            entrypoint: Some("main.handler".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_full_update_of_a_create_gives_any_job_its_spec() {
+        let (_, other) = CreateJob {
+            name: Some("left".into()),
+            runtime: Some("nodejs20".into()),
+            entrypoint: Some("index.handler".into()),
+            env_vars: BTreeMap::from([("ROUND".into(), "3".into())]),
+            secret_env_vars: SecretValues(BTreeMap::from([("KEY".into(), "old".into())])),
+            input: Some(r#"{"n": 1}"#.into()),
+            run_id: Some(3),
+            memory_mb: Some(256),
+            timeout_sec: Some(7),
+        }
+        .validate()
+        .unwrap();
+        let full = CreateJob {
+            input: Some("[1, 2]".into()),
+            run_id: Some(9),
+            secret_env_vars: SecretValues(BTreeMap::from([("TOKEN".into(), "new".into())])),
+            ..bare_create()
+        };
+        for create in [bare_create(), full] {
+            let (_, wanted) = create.validate().unwrap();
+            let update = create.to_full_update().unwrap();
+            assert_eq!(update.apply_to(&other).unwrap(), wanted, "{create:?}");
+        }
     }
 }

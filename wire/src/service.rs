@@ -242,6 +242,25 @@ impl CreateService {
     }
 }
 
+impl CreateService {
+    /// The update that gives any service this create's spec: every field
+    /// set (an empty `command` clears one), defaults resolved as
+    /// [`CreateService::validate`] resolves them.
+    pub fn to_full_update(&self) -> Result<UpdateService, FieldError> {
+        let (_, spec) = self.validate()?;
+        Ok(UpdateService {
+            runtime: Some(spec.runtime.to_string()),
+            entrypoint: spec.entrypoint,
+            command: Some(spec.command),
+            env_vars: Some(spec.env_vars),
+            secret_env_vars: Some(self.secret_env_vars.clone()),
+            memory_mb: Some(spec.memory_mb.into()),
+            timeout_sec: Some(spec.timeout_sec.into()),
+            health_path: Some(spec.health_path),
+        })
+    }
+}
+
 impl UpdateService {
     /// Applies this partial update to `current`, validating given fields.
     pub fn apply_to(&self, current: &ServiceSpec) -> Result<ServiceSpec, FieldError> {
@@ -282,5 +301,47 @@ impl UpdateService {
             next.health_path = h.clone();
         }
         Ok(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_entrypoint() -> CreateService {
+        CreateService {
+            name: Some("left".into()),
+            runtime: Some("python3.11".into()),
+            entrypoint: Some("app.py".into()),
+            ..Default::default()
+        }
+    }
+
+    fn with_command() -> CreateService {
+        CreateService {
+            entrypoint: None,
+            command: Some(vec!["python3".into(), "-m".into(), "http.server".into()]),
+            env_vars: BTreeMap::from([("PORT_HINT".into(), "8080".into())]),
+            secret_env_vars: SecretValues(BTreeMap::from([("KEY".into(), "old".into())])),
+            memory_mb: Some(256),
+            timeout_sec: Some(7),
+            health_path: Some("/healthz".into()),
+            ..with_entrypoint()
+        }
+    }
+
+    #[test]
+    fn the_full_update_of_a_create_gives_any_service_its_spec() {
+        // From a command to an entrypoint and back: each way the update
+        // clears what the other start had.
+        for (create, left) in [
+            (with_entrypoint(), with_command()),
+            (with_command(), with_entrypoint()),
+        ] {
+            let (_, wanted) = create.validate().unwrap();
+            let (_, other) = left.validate().unwrap();
+            let update = create.to_full_update().unwrap();
+            assert_eq!(update.apply_to(&other).unwrap(), wanted, "{create:?}");
+        }
     }
 }
