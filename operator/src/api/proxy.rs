@@ -28,25 +28,29 @@ use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use sless_wire::{ErrorCode, Invocation, InvocationSource};
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 /// The request id header added when a caller sends none.
-pub const REQUEST_ID: &str = "x-request-id";
+pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
 
 /// Headers that describe one connection, never forwarded (RFC 7230 §6.1,
-/// plus the obsolete `Proxy-Connection`).
-const HOP_BY_HOP: [&str; 9] = [
-    "connection",
-    "keep-alive",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
+/// plus the obsolete `Proxy-Connection`). Names, not strings: a lookup by a
+/// string parses it first (that was 7% of a proxied request's instructions).
+const HOP_BY_HOP: [HeaderName; 9] = [
+    header::CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    header::PROXY_AUTHENTICATE,
+    header::PROXY_AUTHORIZATION,
+    HeaderName::from_static("proxy-connection"),
+    header::TE,
+    header::TRAILER,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
 ];
 
 /// One request to forward.
@@ -106,6 +110,10 @@ impl Record {
 
 /// Removes hop-by-hop headers, and the headers the `Connection` header names.
 pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    // Most requests and answers have none: one pass over the names.
+    if !headers.keys().any(|name| HOP_BY_HOP.contains(name)) {
+        return;
+    }
     let listed: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
@@ -116,7 +124,7 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     for name in listed {
         headers.remove(name);
     }
-    for name in HOP_BY_HOP {
+    for name in &HOP_BY_HOP {
         headers.remove(name);
     }
 }
@@ -135,21 +143,21 @@ pub fn upstream_headers(
     let request_id = request_id(&mut headers);
     if let Some(addr) = client_addr {
         let ip = addr.ip().to_string();
-        let value = match headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()) {
+        let value = match headers.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok()) {
             Some(prior) if !prior.trim().is_empty() => format!("{prior}, {ip}"),
             _ => ip,
         };
         if let Ok(v) = HeaderValue::from_str(&value) {
-            headers.insert("x-forwarded-for", v);
+            headers.insert(X_FORWARDED_FOR, v);
         }
     }
-    if !headers.contains_key("x-forwarded-proto") {
-        headers.insert("x-forwarded-proto", HeaderValue::from_static("http"));
+    if !headers.contains_key(&X_FORWARDED_PROTO) {
+        headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static("http"));
     }
     if let Some(host) = host
-        && !headers.contains_key("x-forwarded-host")
+        && !headers.contains_key(&X_FORWARDED_HOST)
     {
-        headers.insert("x-forwarded-host", host);
+        headers.insert(X_FORWARDED_HOST, host);
     }
     (headers, request_id)
 }
@@ -158,7 +166,7 @@ pub fn upstream_headers(
 /// one, set in `headers`.
 pub fn request_id(headers: &mut HeaderMap) -> String {
     match headers
-        .get(REQUEST_ID)
+        .get(&REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty())
     {
@@ -173,17 +181,39 @@ pub fn request_id(headers: &mut HeaderMap) -> String {
     }
 }
 
+/// A new request id: 32 hex digits, distinct for every call of this
+/// process (a counter through a bijective mix) and, by a random key drawn
+/// once, from other processes' ids. Not a secret: a system call per request
+/// for random bytes bought nothing.
 fn new_request_id() -> String {
-    let mut b = [0u8; 16];
-    if getrandom::fill(&mut b).is_err() {
-        // Fall back to time-based uniqueness; ids only need to be distinct.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        b = nanos.to_le_bytes();
-    }
-    hex::encode(b)
+    static KEY: OnceLock<(u64, u64)> = OnceLock::new();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let (process, salt) = *KEY.get_or_init(|| {
+        let mut b = [0u8; 16];
+        if getrandom::fill(&mut b).is_err() {
+            // Time-based then: ids only need to be distinct.
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0);
+            b = nanos.to_le_bytes();
+        }
+        let (hi, lo) = b.split_at(8);
+        let word = |s: &[u8]| u64::from_le_bytes(s.try_into().unwrap_or_default());
+        (word(hi), word(lo))
+    });
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let id = (u128::from(process) << 64) | u128::from(splitmix64(n ^ salt));
+    format!("{id:032x}")
+}
+
+/// SplitMix64's finalizer: a bijection of u64 that scatters consecutive
+/// inputs (distinct counters give distinct ids).
+fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// Forwards one request to `target` and streams the answer back. Failures
@@ -214,7 +244,7 @@ pub async fn forward(client: &Upstream, target: &InvokeTarget, mut req: ProxyReq
             (parts, Err(body))
         }
     };
-    if !parts.headers.contains_key(REQUEST_ID)
+    if !parts.headers.contains_key(&REQUEST_ID)
         && let Ok(v) = HeaderValue::from_str(&request_id)
     {
         parts.headers.insert(REQUEST_ID, v);
@@ -456,6 +486,20 @@ mod tests {
         assert_eq!(h["content-length"], "12");
         assert_eq!(h[REQUEST_ID], id.as_str());
         assert_eq!(id.len(), 32);
+    }
+
+    #[test]
+    fn new_request_ids_are_distinct_hex() {
+        let ids: std::collections::HashSet<String> =
+            (0..20_000).map(|_| new_request_id()).collect();
+        assert_eq!(ids.len(), 20_000);
+        assert!(
+            ids.iter()
+                .all(|id| id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()))
+        );
+        // Consecutive ids do not share their low half's digits.
+        let (a, b) = (new_request_id(), new_request_id());
+        assert_ne!(a[16..24], b[16..24]);
     }
 
     #[test]
