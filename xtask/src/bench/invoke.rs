@@ -1,6 +1,10 @@
 //! Section 1: the invoke path under load (`wrk`), (a) straight to the function's
 //! process, (b) through the authenticated invoke endpoint, (c) through an http
-//! trigger's public URL.
+//! trigger's public URL. Around each load it also reads the CPU time the
+//! operator and the function's process used (`/proc/<pid>/stat`, user and
+//! system apart), per request answered: the proxy's cost in CPU, kernel work
+//! for its sockets included, which callgrind's instruction counts (section
+//! 7) do not see.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -10,19 +14,103 @@ use super::error::{BenchError, Result};
 use super::http;
 use super::operator::Client;
 use super::report::Report;
+use super::stats::{self, CpuTicks};
 use super::wrk::{self, Load, WrkResult};
 
 const SECTION: &str = "1 invoke";
 const BODY: &str = "{\"name\":\"bench\"}";
 
-/// Runs wrk and records a failure for error answers; returns the result either way.
-fn load(report: &mut Report, what: &str, url: &str, script: &Path, l: Load) -> Result<WrkResult> {
+/// The processes whose CPU time is read around each load.
+#[derive(Debug, Clone, Copy)]
+struct Watched {
+    operator: u32,
+    function: u32,
+    ticks_per_second: f64,
+}
+
+/// CPU time per answered request of one load, in microseconds.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+struct CpuPerRequest {
+    operator_user_us: f64,
+    operator_system_us: f64,
+    function_user_us: f64,
+    function_system_us: f64,
+}
+
+impl CpuPerRequest {
+    fn operator_us(&self) -> f64 {
+        self.operator_user_us + self.operator_system_us
+    }
+    fn function_us(&self) -> f64 {
+        self.function_user_us + self.function_system_us
+    }
+}
+
+/// One load's wrk figures and CPU time.
+#[derive(Debug, serde::Serialize)]
+struct Measured {
+    #[serde(flatten)]
+    wrk: WrkResult,
+    cpu: CpuPerRequest,
+}
+
+/// Runs wrk and records a failure for error answers; returns the result
+/// either way, with the CPU time the watched processes used meanwhile.
+fn load(
+    report: &mut Report,
+    what: &str,
+    url: &str,
+    script: &Path,
+    l: Load,
+    watched: Watched,
+) -> Result<Measured> {
     println!("wrk {what}: {url}");
+    let ticks = |pid: u32| {
+        stats::cpu_ticks(pid)
+            .ok_or_else(|| BenchError::RunFailed(format!("cannot read /proc/{pid}/stat")))
+    };
+    let (op0, fn0) = (ticks(watched.operator)?, ticks(watched.function)?);
     let r = wrk::run(url, script, l)?;
+    let (op1, fn1) = (ticks(watched.operator)?, ticks(watched.function)?);
     if let Some(f) = r.failure() {
         report.fail(format!("{SECTION}: {what}: {f}"));
     }
-    Ok(r)
+    let per_request = |t: CpuTicks| {
+        let us = |n: u64| n as f64 * 1e6 / watched.ticks_per_second / (r.requests.max(1) as f64);
+        (us(t.user), us(t.system))
+    };
+    let (operator_user_us, operator_system_us) = per_request(op1.since(op0));
+    let (function_user_us, function_system_us) = per_request(fn1.since(fn0));
+    let cpu = CpuPerRequest {
+        operator_user_us,
+        operator_system_us,
+        function_user_us,
+        function_system_us,
+    };
+    println!(
+        "  CPU per request: operator {:.1} µs (user {:.1}, system {:.1}), function {:.1} µs",
+        cpu.operator_us(),
+        operator_user_us,
+        operator_system_us,
+        cpu.function_us()
+    );
+    Ok(Measured { wrk: r, cpu })
+}
+
+/// Reports the operator's CPU per request of `via` against the function's
+/// own CPU per request when called directly.
+fn report_cpu(report: &mut Report, lang: &str, via: &str, m: &Measured, direct: &Measured) {
+    report.ratio(
+        SECTION,
+        &format!("{lang}: operator CPU per request {via} vs the function's own (a) direct"),
+        m.cpu.operator_us(),
+        direct.cpu.function_us(),
+        "µs",
+        &format!(
+            "user + system (of which system {:.1} µs); the proxy's whole cost in CPU",
+            m.cpu.operator_system_us
+        ),
+    );
 }
 
 /// Waits until a public path answers 2xx (the trigger is live; also section 7).
@@ -57,30 +145,41 @@ pub fn run(
     functions: &[Deployed],
     work: &Path,
     l: Load,
+    operator_pid: u32,
 ) -> Result<()> {
     wrk::ensure_installed()?;
+    let ticks_per_second = stats::ticks_per_second();
     std::fs::create_dir_all(work).map_err(super::error::io("create", work))?;
     let (plain, authed) = wrk::post_scripts(work, BODY, &client.auth)?;
     let mut raw = serde_json::Map::new();
     for f in functions {
-        let (_, port) = client.process(&f.name)?;
+        let (function_pid, port) = client.process(&f.name)?;
+        let watched = Watched {
+            operator: operator_pid,
+            function: function_pid,
+            ticks_per_second,
+        };
         let direct_url = format!("http://127.0.0.1:{port}/");
         let invoke_url = format!("http://{}{}", client.addr, client.invoke_path(&f.name));
         let lang = f.language;
-        let a = load(
+        let am = load(
             report,
             &format!("{lang} (a) direct"),
             &direct_url,
             &plain,
             l,
+            watched,
         )?;
-        let b = load(
+        let bm = load(
             report,
             &format!("{lang} (b) invoke endpoint"),
             &invoke_url,
             &authed,
             l,
+            watched,
         )?;
+        report_cpu(report, lang, "(b) invoke endpoint", &bm, &am);
+        let (a, b) = (&am.wrk, &bm.wrk);
         report.ratio(
             SECTION,
             &format!("{lang}: throughput (b) invoke endpoint / (a) direct"),
@@ -107,18 +206,21 @@ pub fn run(
         );
         raw.insert(
             format!("{lang}_a_direct"),
-            serde_json::to_value(&a).unwrap_or_default(),
+            serde_json::to_value(&am).unwrap_or_default(),
         );
         raw.insert(
             format!("{lang}_b_invoke"),
-            serde_json::to_value(&b).unwrap_or_default(),
+            serde_json::to_value(&bm).unwrap_or_default(),
         );
         let trigger = format!("{}-http", f.name);
         match client.create_http_trigger(&trigger, &f.name) {
             Ok(path) => {
                 wait_public(&client.addr, &path)?;
                 let url = format!("http://{}{}", client.addr, path);
-                let c = load(report, &format!("{lang} (c) http trigger"), &url, &plain, l)?;
+                let what = format!("{lang} (c) http trigger");
+                let cm = load(report, &what, &url, &plain, l, watched)?;
+                report_cpu(report, lang, "(c) http trigger", &cm, &am);
+                let c = &cm.wrk;
                 report.ratio(
                     SECTION,
                     &format!("{lang}: throughput (c) http trigger / (a) direct"),
@@ -145,7 +247,7 @@ pub fn run(
                 );
                 raw.insert(
                     format!("{lang}_c_trigger"),
-                    serde_json::to_value(&c).unwrap_or_default(),
+                    serde_json::to_value(&cm).unwrap_or_default(),
                 );
             }
             Err(e) => {

@@ -129,9 +129,14 @@ pub fn run(opts: &BenchOptions) -> Result<Report> {
         if want(1) {
             if deployed.is_empty() {
                 report.fail("1 invoke: skipped, no function was deployed");
-            } else if let Err(e) =
-                invoke::run(&mut report, &client, &deployed, &out.join("wrk"), load)
-            {
+            } else if let Err(e) = invoke::run(
+                &mut report,
+                &client,
+                &deployed,
+                &out.join("wrk"),
+                load,
+                op.pid(),
+            ) {
                 report.fail(format!("1 invoke: {e}"));
             }
         }

@@ -75,9 +75,74 @@ pub fn parse_vm_rss_kib(status: &str) -> Option<u64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// CPU time a process (all its threads) has used, in clock ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct CpuTicks {
+    /// In user mode.
+    pub user: u64,
+    /// In the kernel on its behalf (system calls, its sockets' work).
+    pub system: u64,
+}
+
+impl CpuTicks {
+    /// The ticks used since `earlier`.
+    pub fn since(self, earlier: CpuTicks) -> CpuTicks {
+        CpuTicks {
+            user: self.user.saturating_sub(earlier.user),
+            system: self.system.saturating_sub(earlier.system),
+        }
+    }
+}
+
+/// The CPU time of a process so far, from `/proc/<pid>/stat`.
+pub fn cpu_ticks(pid: u32) -> Option<CpuTicks> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat_cpu(&text)
+}
+
+/// `utime` and `stime` (fields 14 and 15) of a `/proc/<pid>/stat` line. The
+/// command name (field 2) is in parentheses and may hold spaces or `)`, so
+/// fields are counted after its last `)`.
+pub fn parse_stat_cpu(stat: &str) -> Option<CpuTicks> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace().skip(11);
+    let user = fields.next()?.parse().ok()?;
+    let system = fields.next()?.parse().ok()?;
+    Some(CpuTicks { user, system })
+}
+
+/// Clock ticks per second (`getconf CLK_TCK`; 100 when that fails, the
+/// value on every Linux this runs on).
+pub fn ticks_per_second() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|t| *t > 0.0)
+        .unwrap_or(100.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_ticks_are_read_after_the_command_name() {
+        let stat = "4242 (tokio) (x)) S 1 4242 4242 0 -1 4194560 1000 0 0 0 \
+                    731 205 0 0 20 0 9 0 12345 100000 2000";
+        assert_eq!(
+            parse_stat_cpu(stat),
+            Some(CpuTicks {
+                user: 731,
+                system: 205
+            })
+        );
+        assert_eq!(parse_stat_cpu("4242 (short) S 1 2"), None);
+        let own = cpu_ticks(std::process::id()).expect("this process's stat");
+        assert!(own.since(own) == CpuTicks::default());
+    }
 
     #[test]
     fn ratio_refuses_a_zero_baseline() {
