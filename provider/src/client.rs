@@ -189,6 +189,18 @@ impl ClientError {
         }
     }
 
+    /// True when the request may have been acted on although no usable
+    /// answer came: the connection broke after it was made (reset, closed,
+    /// timed out) or a success answer's body was cut or unreadable. False
+    /// when no connection was made and for error answers.
+    pub fn may_have_reached_the_operator(&self) -> bool {
+        match self {
+            ClientError::Unreachable { source, .. } => !source.is_connect() && !source.is_builder(),
+            ClientError::Decode { .. } => true,
+            ClientError::Unauthorized(_) | ClientError::Api { .. } => false,
+        }
+    }
+
     /// True when the API answered with this error code.
     pub fn is_code(&self, code: ErrorCode) -> bool {
         self.api_error().is_some_and(|e| e.code == code)

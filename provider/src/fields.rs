@@ -536,6 +536,20 @@ pub fn ended<T>(
     }
 }
 
+/// Why [`create`] has no object to give back (a diagnostic says so).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotCreated {
+    /// The operator refused the create, or was never reached: nothing exists.
+    Refused,
+    /// The request reached the operator but its answer was lost (the
+    /// connection broke, the operator died, the body was cut): it may have
+    /// stored the object. The resource returns its planned location as a
+    /// state with the error, so Terraform records it as tainted and the next
+    /// apply deletes whatever was stored and creates it again, instead of
+    /// finding the name taken forever.
+    AnswerLost,
+}
+
 /// Creates a `K` named `name` in the provider's namespace. A taken name or
 /// an API error becomes a diagnostic, except a taken name holding what an
 /// interrupted create left ([`Kind::adoption_patch`]): that object is
@@ -545,9 +559,9 @@ pub async fn create<K: Kind>(
     c: &Configured,
     name: &str,
     body: &K::Create,
-) -> Option<K> {
+) -> Result<K, NotCreated> {
     match c.client.create::<K>(&c.namespace, body).await {
-        Ok(k) => Some(k),
+        Ok(k) => Ok(k),
         Err(e) if e.is_code(ErrorCode::AlreadyExists) => {
             let adoption = adopt::<K>(c, name, body).await;
             match adoption {
@@ -564,21 +578,34 @@ pub async fn create<K: Kind>(
                         ),
                         AttributePath::new("name"),
                     );
-                    Some(k)
+                    Ok(k)
                 }
                 Adoption::Failed(e) => {
                     api_error(diags, format!("Cannot adopt {} {name}", K::NOUN), &e);
-                    None
+                    Err(NotCreated::Refused)
                 }
                 Adoption::NotLeftByAnApply => {
                     already_exists(diags, K::NOUN, name, &c.namespace);
-                    None
+                    Err(NotCreated::Refused)
                 }
             }
         }
+        Err(e) if e.may_have_reached_the_operator() => {
+            diags.root_error(
+                format!("Cannot create {} {name}: the answer was lost", K::NOUN),
+                format!(
+                    "{}. The operator may have stored {} {name} before the answer was lost: \
+                     Terraform records it as tainted, and the next apply deletes whatever \
+                     was stored and creates it again.",
+                    chain(&e),
+                    K::NOUN
+                ),
+            );
+            Err(NotCreated::AnswerLost)
+        }
         Err(e) => {
             api_error(diags, format!("Cannot create {} {name}", K::NOUN), &e);
-            None
+            Err(NotCreated::Refused)
         }
     }
 }

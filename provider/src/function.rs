@@ -455,7 +455,16 @@ impl Resource for FunctionResource {
             min_instances: planned.min_instances.as_ref_option().copied(),
             idle_timeout_sec: planned.idle_timeout_sec.as_ref_option().copied(),
         };
-        let created = fields::create::<Function>(diags, &c, &name, &body).await?;
+        let created = match fields::create::<Function>(diags, &c, &name, &body).await {
+            Ok(created) => created,
+            Err(fields::NotCreated::Refused) => return None,
+            Err(fields::NotCreated::AnswerLost) => {
+                // Tracked as tainted: the next apply replaces what was stored.
+                let mut state = planned;
+                (state.id, state.namespace) = fields::plan_location(Some(&c), &state.name);
+                return Some((state.resolve_unknowns(), private));
+            }
+        };
         let url = c.client.invoke_url(&c.namespace, &name);
         let state = planned.fill_from(&created, url.clone());
         // From here on the function exists: always return a state so

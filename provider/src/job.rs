@@ -569,7 +569,16 @@ impl Resource for JobResource {
             memory_mb: planned.memory_mb.as_ref_option().copied(),
             timeout_sec: planned.timeout_sec.as_ref_option().copied(),
         };
-        let created = fields::create::<Job>(diags, &c, &name, &body).await?;
+        let created = match fields::create::<Job>(diags, &c, &name, &body).await {
+            Ok(created) => created,
+            Err(fields::NotCreated::Refused) => return None,
+            Err(fields::NotCreated::AnswerLost) => {
+                // Tracked as tainted: the next apply replaces what was stored.
+                let mut state = planned;
+                (state.id, state.namespace) = fields::plan_location(Some(&c), &state.name);
+                return Some((state.resolve_unknowns(), private));
+            }
+        };
         let state = planned.fill_from(&created);
         // From here on the job exists: always return a state.
         let Some(uploaded) = code::upload::<Job>(diags, &c, &c.namespace, &name, pkg).await else {

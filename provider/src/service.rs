@@ -497,7 +497,16 @@ impl Resource for ServiceResource {
             timeout_sec: planned.timeout_sec.as_ref_option().copied(),
             health_path: planned.health_path.as_ref_option().cloned(),
         };
-        let created = fields::create::<Service>(diags, &c, &name, &body).await?;
+        let created = match fields::create::<Service>(diags, &c, &name, &body).await {
+            Ok(created) => created,
+            Err(fields::NotCreated::Refused) => return None,
+            Err(fields::NotCreated::AnswerLost) => {
+                // Tracked as tainted: the next apply replaces what was stored.
+                let mut state = planned;
+                (state.id, state.namespace) = fields::plan_location(Some(&c), &state.name);
+                return Some((state.resolve_unknowns(), private));
+            }
+        };
         let state = planned.fill_from(&created);
         let sha256 = pkg.sha256.clone();
         if code::upload::<Service>(diags, &c, &c.namespace, &name, pkg)

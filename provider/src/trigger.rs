@@ -416,7 +416,16 @@ impl Resource for TriggerResource {
             payload: planned.payload.as_ref_option().cloned(),
             enabled: Some(enabled),
         };
-        let created = fields::create::<Trigger>(diags, &c, &name, &body).await?;
+        let created = match fields::create::<Trigger>(diags, &c, &name, &body).await {
+            Ok(created) => created,
+            Err(fields::NotCreated::Refused) => return None,
+            Err(fields::NotCreated::AnswerLost) => {
+                // Tracked as tainted: the next apply replaces what was stored.
+                let mut state = planned;
+                (state.id, state.namespace) = fields::plan_location(Some(&c), &state.name);
+                return Some((state.resolve_unknowns(), private));
+            }
+        };
         let state = planned.fill_from(&created);
         let state = Self::wait_settled(diags, &c, state, &c.namespace, &name, enabled).await;
         Some((state, private))

@@ -70,30 +70,6 @@ fn round_vars(round: usize) -> String {
     format!("round = {round}\n")
 }
 
-/// Names of the objects listed at `path` of the namespace.
-async fn names(http: &reqwest::Client, op: &Operator, token: &str, path: &str) -> Vec<String> {
-    let url = format!("{}{path}", op.base_url);
-    let r = http.get(&url).bearer_auth(token).send().await.unwrap();
-    assert_eq!(r.status(), 200, "GET {url}");
-    let body: Value = r.json().await.unwrap();
-    let items = body
-        .as_array()
-        .or_else(|| body["items"].as_array())
-        .cloned()
-        .unwrap_or_default();
-    let mut names: Vec<String> = items
-        .iter()
-        .filter_map(|i| {
-            i["name"]
-                .as_str()
-                .or_else(|| i["metadata"]["name"].as_str())
-                .map(str::to_string)
-        })
-        .collect();
-    names.sort();
-    names
-}
-
 /// Phases of the namespace's functions and jobs, counted (`Ready: 3, ...`).
 async fn phases(http: &reqwest::Client, op: &Operator, token: &str, ns: &str) -> String {
     let mut counts = std::collections::BTreeMap::<String, usize>::new();
@@ -247,15 +223,15 @@ async fn sigkill_of_the_operator_during_apply_converges() {
         v
     };
     assert_eq!(
-        names(&http, &op, &token, &sless_wire::paths::functions(&ns)).await,
+        object_names(&op, &token, &sless_wire::paths::functions(&ns)).await,
         expect("fault-f", FUNCTIONS)
     );
     assert_eq!(
-        names(&http, &op, &token, &sless_wire::paths::triggers(&ns)).await,
+        object_names(&op, &token, &sless_wire::paths::triggers(&ns)).await,
         expect("fault-t", TRIGGERS)
     );
     assert_eq!(
-        names(&http, &op, &token, &sless_wire::paths::jobs(&ns)).await,
+        object_names(&op, &token, &sless_wire::paths::jobs(&ns)).await,
         expect("fault-j", JOBS)
     );
     let outputs = tf.outputs();
@@ -282,7 +258,7 @@ async fn sigkill_of_the_operator_during_apply_converges() {
         sless_wire::paths::triggers(&ns),
         sless_wire::paths::jobs(&ns),
     ] {
-        assert!(names(&http, &op, &token, &path).await.is_empty(), "{path}");
+        assert!(object_names(&op, &token, &path).await.is_empty(), "{path}");
     }
     wait_no_pids(&ns, "after destroy");
 }

@@ -301,11 +301,13 @@ impl Tf {
     }
 }
 
+/// A run's output for a failure message: stderr (Terraform's errors) first,
+/// so a report cut to its first lines still shows why.
 pub fn text(out: &Output) -> String {
     format!(
-        "--- stdout\n{}\n--- stderr\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        "--- stderr\n{}\n--- stdout\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
     )
 }
 
@@ -410,4 +412,34 @@ where
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Names of the objects the operator lists at `path` (a collection such as
+/// `sless_wire::paths::functions(ns)`), sorted.
+pub async fn object_names(op: &Operator, token: &str, path: &str) -> Vec<String> {
+    let url = format!("{}{path}", op.base_url);
+    let r = reqwest::Client::new()
+        .get(&url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "GET {url}");
+    let body: Value = r.json().await.unwrap();
+    let items = body
+        .as_array()
+        .or_else(|| body["items"].as_array())
+        .cloned()
+        .unwrap_or_default();
+    let mut names: Vec<String> = items
+        .iter()
+        .filter_map(|i| {
+            i["name"]
+                .as_str()
+                .or_else(|| i["metadata"]["name"].as_str())
+                .map(str::to_string)
+        })
+        .collect();
+    names.sort();
+    names
 }
