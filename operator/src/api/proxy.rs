@@ -130,19 +130,19 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
 }
 
 /// The headers sent to the function: the caller's minus hop-by-hop headers,
-/// `Authorization`, `Host` and `Expect`, plus request id and forwarding headers.
-/// Returns the headers and the request id.
-pub fn upstream_headers(
-    mut headers: HeaderMap,
-    client_addr: Option<SocketAddr>,
-) -> (HeaderMap, String) {
+/// `Authorization`, `Host` and `Expect`, plus forwarding headers and an
+/// `X-Request-Id` when there is none yet ([`forward`] sets it first, with
+/// [`request_id`], so the answer and the log carry the same one).
+pub fn upstream_headers(mut headers: HeaderMap, client_addr: Option<SocketAddr>) -> HeaderMap {
     strip_hop_by_hop(&mut headers);
     headers.remove(header::AUTHORIZATION);
     headers.remove(header::EXPECT);
     let host = headers.remove(header::HOST);
-    let request_id = request_id(&mut headers);
+    if caller_request_id(&headers).is_none() {
+        request_id(&mut headers);
+    }
     if let Some(addr) = client_addr {
-        let ip = addr.ip().to_string();
+        let ip = ip_text(addr.ip());
         let value = match headers.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok()) {
             Some(prior) if !prior.trim().is_empty() => format!("{prior}, {ip}"),
             _ => ip,
@@ -159,17 +159,35 @@ pub fn upstream_headers(
     {
         headers.insert(X_FORWARDED_HOST, host);
     }
-    (headers, request_id)
+    headers
+}
+
+/// An IP address as text, as `Display` writes it; IPv4 without the
+/// formatting machinery (it was 1.5% of a proxied request's instructions).
+fn ip_text(ip: std::net::IpAddr) -> String {
+    let std::net::IpAddr::V4(v4) = ip else {
+        return ip.to_string();
+    };
+    let mut s = String::with_capacity(15);
+    for (i, octet) in v4.octets().into_iter().enumerate() {
+        if i > 0 {
+            s.push('.');
+        }
+        if octet >= 100 {
+            s.push(char::from(b'0' + octet / 100));
+        }
+        if octet >= 10 {
+            s.push(char::from(b'0' + octet / 10 % 10));
+        }
+        s.push(char::from(b'0' + octet % 10));
+    }
+    s
 }
 
 /// The caller's `X-Request-Id` when it is non-empty text; otherwise a new
-/// one, set in `headers`.
+/// one, set in `headers` (replacing an empty or non-text one).
 pub fn request_id(headers: &mut HeaderMap) -> String {
-    match headers
-        .get(&REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty())
-    {
+    match caller_request_id(headers) {
         Some(id) => id.to_string(),
         None => {
             let id = new_request_id();
@@ -179,6 +197,14 @@ pub fn request_id(headers: &mut HeaderMap) -> String {
             id
         }
     }
+}
+
+/// The `X-Request-Id` in `headers` when it is non-empty text.
+fn caller_request_id(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(&REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty())
 }
 
 /// A new request id: 32 hex digits, distinct for every call of this
@@ -315,7 +341,7 @@ async fn exchange(
             .into_response());
         }
     };
-    let (headers, _) = upstream_headers(req.headers, req.client_addr);
+    let headers = upstream_headers(req.headers, req.client_addr);
     let over_limit = Arc::new(AtomicBool::new(false));
     let body = LimitedBody::new(req.body, req.body_limit, over_limit.clone(), sent);
     let mut upstream_req = axum::http::Request::new(body);
@@ -469,7 +495,7 @@ mod tests {
     #[test]
     fn authorization_never_reaches_the_function() {
         let addr: SocketAddr = "10.1.2.3:5555".parse().unwrap();
-        let (h, id) = upstream_headers(
+        let h = upstream_headers(
             headers(&[
                 ("authorization", "Bearer secret"),
                 ("host", "op.example"),
@@ -484,8 +510,24 @@ mod tests {
         assert_eq!(h["x-forwarded-proto"], "http");
         assert_eq!(h["x-forwarded-host"], "op.example");
         assert_eq!(h["content-length"], "12");
-        assert_eq!(h[REQUEST_ID], id.as_str());
-        assert_eq!(id.len(), 32);
+        assert_eq!(h[REQUEST_ID].len(), 32);
+    }
+
+    #[test]
+    fn ip_text_is_what_display_writes() {
+        for ip in [
+            "0.0.0.0",
+            "127.0.0.1",
+            "10.1.2.3",
+            "192.168.100.255",
+            "9.99.100.250",
+            "::1",
+            "2001:db8::8a2e:370:7334",
+            "::ffff:10.0.0.1",
+        ] {
+            let ip: std::net::IpAddr = ip.parse().unwrap();
+            assert_eq!(ip_text(ip), ip.to_string());
+        }
     }
 
     #[test]
@@ -504,8 +546,7 @@ mod tests {
 
     #[test]
     fn a_callers_request_id_is_kept() {
-        let (h, id) = upstream_headers(headers(&[("x-request-id", "abc-1")]), None);
-        assert_eq!(id, "abc-1");
+        let h = upstream_headers(headers(&[("x-request-id", "abc-1")]), None);
         assert_eq!(h[REQUEST_ID], "abc-1");
         assert!(h.get("x-forwarded-for").is_none());
     }
