@@ -19,6 +19,7 @@ import sys
 import threading
 import traceback
 import uuid
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -204,6 +205,82 @@ def encode_response(result):
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length"}
 
+# As http.client's limits: longest header line, most header lines.
+MAX_HEADER_LINE = 65536
+MAX_HEADERS = 100
+
+
+class Headers:
+    """A request's headers in arrival order, names as sent, looked up without
+    regard to case: what the handler and http.server use of http.client's
+    HTTPMessage, read without the email package's parser (that parser was
+    a fifth of the CPU a hello request costs)."""
+
+    __slots__ = ("_items", "_first")
+
+    def __init__(self, items):
+        self._items = items
+        self._first = {}
+        for name, value in items:
+            self._first.setdefault(name.lower(), value)
+
+    def get(self, name, default=None):
+        return self._first.get(name.lower(), default)
+
+    def __getitem__(self, name):
+        return self._first.get(name.lower())
+
+    def __contains__(self, name):
+        return name.lower() in self._first
+
+    def get_all(self, name, failobj=None):
+        name = name.lower()
+        values = [v for k, v in self._items if k.lower() == name]
+        return values or failobj
+
+    def items(self):
+        return list(self._items)
+
+    def keys(self):
+        return [k for k, _ in self._items]
+
+    def values(self):
+        return [v for _, v in self._items]
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self):
+        return len(self._items)
+
+
+class HeaderError(Exception):
+    """A header block past http.client's limits (the answer is a 431)."""
+
+
+def read_headers(rfile):
+    """Reads header lines up to the empty line. A line starting with a space
+    or a tab continues the previous value (obsolete folding: joined with a
+    space); a line without a colon is skipped."""
+    items = []
+    while True:
+        line = rfile.readline(MAX_HEADER_LINE + 1)
+        if len(line) > MAX_HEADER_LINE:
+            raise HeaderError("Line too long", "header line")
+        if line in (b"\r\n", b"\n", b""):
+            return Headers(items)
+        if len(items) >= MAX_HEADERS:
+            raise HeaderError("Too many headers", "got more than %d headers" % MAX_HEADERS)
+        text = line.decode("iso-8859-1").rstrip("\r\n")
+        if text[:1] in (" ", "\t"):
+            if items:
+                name, value = items[-1]
+                items[-1] = (name, (value + " " + text.strip()).strip())
+            continue
+        name, colon, value = text.partition(":")
+        if colon:
+            items.append((name.strip(), value.strip(" \t")))
+
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -215,6 +292,66 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format, *args):  # noqa: A002 - no access log in the run log
         pass
+
+    def parse_request(self):
+        """BaseHTTPRequestHandler.parse_request's checks (request line, HTTP
+        version, keep-alive, Expect: 100-continue), with the headers read by
+        read_headers. Returns False when an error answer was sent (or the
+        line was empty)."""
+        self.command = None
+        self.request_version = self.default_request_version
+        self.close_connection = True
+        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        words = self.requestline.split()
+        if not words:
+            return False
+        if len(words) >= 3:
+            version = words[-1]
+            number = version[5:].split(".") if version.startswith("HTTP/") else []
+            if len(number) != 2 or not all(n.isdigit() and len(n) <= 10 for n in number):
+                self.send_error(HTTPStatus.BAD_REQUEST, "Bad request version (%r)" % version)
+                return False
+            number = (int(number[0]), int(number[1]))
+            if number >= (2, 0):
+                self.send_error(
+                    HTTPStatus.HTTP_VERSION_NOT_SUPPORTED,
+                    "Invalid HTTP version (%s)" % version[5:],
+                )
+                return False
+            if number >= (1, 1):
+                self.close_connection = False
+            self.request_version = version
+        if not 2 <= len(words) <= 3:
+            self.send_error(HTTPStatus.BAD_REQUEST, "Bad request syntax (%r)" % self.requestline)
+            return False
+        self.command, self.path = words[0], words[1]
+        if len(words) == 2:
+            self.close_connection = True
+            if self.command != "GET":
+                self.send_error(
+                    HTTPStatus.BAD_REQUEST, "Bad HTTP/0.9 request type (%r)" % self.command
+                )
+                return False
+        if self.path.startswith("//"):
+            # As http.server: a path of //host would read as a URL elsewhere.
+            self.path = "/" + self.path.lstrip("/")
+        try:
+            self.headers = read_headers(self.rfile)
+        except HeaderError as err:
+            self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, err.args[0], err.args[1])
+            return False
+        connection = self.headers.get("Connection", "").lower()
+        if connection == "close":
+            self.close_connection = True
+        elif connection == "keep-alive":
+            self.close_connection = False
+        if (
+            self.headers.get("Expect", "").lower() == "100-continue"
+            and self.request_version >= "HTTP/1.1"
+            and not self.handle_expect_100()
+        ):
+            return False
+        return True
 
     def read_body(self):
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():

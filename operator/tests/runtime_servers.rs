@@ -528,3 +528,75 @@ fn embedded_servers_are_the_repository_files() {
         sless_operator::runtimes::SERVER_JS
     );
 }
+
+/// Sends `raw` on a fresh connection to `url` and reads until the server
+/// closes it (or 5 s pass): the whole answer text.
+fn raw_exchange(url: &str, raw: &[u8]) -> String {
+    use std::io::Write;
+    let addr = url.trim_start_matches("http://");
+    let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    tcp.write_all(raw).unwrap();
+    let mut out = Vec::new();
+    let _ = tcp.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The Python server reads request heads itself (not with the email
+/// package): what http.server checked it still checks, keep-alive and
+/// folded headers included.
+#[tokio::test]
+async fn python_request_heads() {
+    let fx = fixture();
+    let s = Server::start(&fx, Lang::Python, "main.echo");
+    // Two keep-alive requests on one connection, the second closing it; a
+    // folded header is joined with a space, names are matched in any case.
+    let two = raw_exchange(
+        &s.url,
+        b"GET /one HTTP/1.1\r\nHost: x\r\nX-Fold: a\r\n  b\r\nx-request-id: r-1\r\n\r\n\
+          GET /two HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(two.matches("HTTP/1.1 200 OK").count(), 2, "{two}");
+    assert!(two.contains(r#""x-fold": "a b""#), "{two}");
+    assert!(two.contains(r#""requestId": "r-1""#), "{two}");
+    assert!(two.contains(r#""path": "/two""#), "{two}");
+    // Limits and malformed request lines get http.server's answers.
+    let many: Vec<u8> = (0..101)
+        .flat_map(|i| format!("X-{i}: y\r\n").into_bytes())
+        .collect();
+    let cases: [(Vec<u8>, &str); 5] = [
+        (
+            [b"GET / HTTP/1.1\r\n".as_slice(), &many, b"\r\n"].concat(),
+            "431",
+        ),
+        (
+            [
+                b"GET / HTTP/1.1\r\nX-Long: ".as_slice(),
+                &vec![b'a'; 70_000],
+                b"\r\n\r\n",
+            ]
+            .concat(),
+            "431",
+        ),
+        (b"GET / HTTP/2.0\r\n\r\n".to_vec(), "505"),
+        (b"GET / FOO/1.1\r\n\r\n".to_vec(), "400"),
+        (b"POST /\r\n\r\n".to_vec(), "400"),
+    ];
+    for (raw, code) in cases {
+        let answer = raw_exchange(&s.url, &raw);
+        assert!(
+            answer.contains(&format!("Error code: {code}"))
+                || answer.starts_with(&format!("HTTP/1.1 {code}")),
+            "{:?}…: want {code}, got {answer:.200}",
+            String::from_utf8_lossy(&raw[..raw.len().min(24)])
+        );
+    }
+    // A client that says Expect: 100-continue gets it, then the answer.
+    let cont = raw_exchange(
+        &s.url,
+        b"POST /e HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n{}",
+    );
+    assert!(cont.starts_with("HTTP/1.1 100 Continue"), "{cont}");
+    assert!(cont.contains("HTTP/1.1 200 OK"), "{cont}");
+    s.stop();
+}
