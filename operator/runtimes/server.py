@@ -212,9 +212,10 @@ MAX_HEADERS = 100
 
 class Headers:
     """A request's headers in arrival order, names as sent, looked up without
-    regard to case: what the handler and http.server use of http.client's
-    HTTPMessage, read without the email package's parser (that parser was
-    a fifth of the CPU a hello request costs)."""
+    regard to case: the two methods of http.client's HTTPMessage that the
+    handler and http.server call (get, items), read without the email
+    package's parser (that parser was a fifth of the CPU a hello request
+    costs)."""
 
     __slots__ = ("_items", "_first")
 
@@ -227,31 +228,8 @@ class Headers:
     def get(self, name, default=None):
         return self._first.get(name.lower(), default)
 
-    def __getitem__(self, name):
-        return self._first.get(name.lower())
-
-    def __contains__(self, name):
-        return name.lower() in self._first
-
-    def get_all(self, name, failobj=None):
-        name = name.lower()
-        values = [v for k, v in self._items if k.lower() == name]
-        return values or failobj
-
     def items(self):
         return list(self._items)
-
-    def keys(self):
-        return [k for k, _ in self._items]
-
-    def values(self):
-        return [v for _, v in self._items]
-
-    def __iter__(self):
-        return iter(self.keys())
-
-    def __len__(self):
-        return len(self._items)
 
 
 class HeaderError(Exception):

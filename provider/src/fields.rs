@@ -591,13 +591,18 @@ pub async fn create<K: Kind>(
             }
         }
         Err(e) if e.may_have_reached_the_operator() => {
+            // The transport error itself: `Unreachable`'s advice to check the
+            // endpoint does not fit a request that got there.
+            let why = match &e {
+                ClientError::Unreachable { source, .. } => chain(source),
+                other => chain(other),
+            };
             diags.root_error(
                 format!("Cannot create {} {name}: the answer was lost", K::NOUN),
                 format!(
-                    "{}. The operator may have stored {} {name} before the answer was lost: \
+                    "{why}. The operator may have stored {} {name} before the answer was lost: \
                      Terraform records it as tainted, and the next apply deletes whatever \
                      was stored and creates it again.",
-                    chain(&e),
                     K::NOUN
                 ),
             );

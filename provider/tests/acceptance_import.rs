@@ -17,25 +17,6 @@ const HELLO_PY: &str = "def handler(event, context):\n    return 'v1'\n";
 /// Appends a line to the file named by `OUT` per run.
 const JOB_PY: &str = "import os\n\n\ndef handler(event, context):\n    with open(os.environ['OUT'], 'a') as f:\n        f.write('run\\n')\n    return event['n'] * 2\n";
 
-const APP_PY: &str = r#"import os
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-
-class Handler(BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b'svc'
-        self.send_response(200)
-        self.send_header('content-length', str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-ThreadingHTTPServer(('127.0.0.1', int(os.environ['PORT'])), Handler).serve_forever()
-"#;
-
 const ADDRS: [&str; 5] = [
     "sless_function.hello",
     "sless_trigger.web",
@@ -144,7 +125,7 @@ async fn import_then_plan_for_every_resource_with_real_terraform() {
     let tf = Tf::new(root.path(), &op.base_url, &token);
     write(&tf.dir.join("fn/main.py"), HELLO_PY.as_bytes());
     write(&tf.dir.join("job/main.py"), JOB_PY.as_bytes());
-    write(&tf.dir.join("app/app.py"), APP_PY.as_bytes());
+    write(&tf.dir.join("app/app.py"), SERVICE_APP_PY.as_bytes());
     let runs = || {
         std::fs::read_to_string(tf.dir.join("runs.log"))
             .unwrap_or_default()

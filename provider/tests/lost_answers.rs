@@ -21,25 +21,6 @@ use sless_wire::paths;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-const APP_PY: &str = r#"import os
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-
-class Handler(BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b'svc'
-        self.send_response(200)
-        self.send_header('content-length', str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-ThreadingHTTPServer(('127.0.0.1', int(os.environ['PORT'])), Handler).serve_forever()
-"#;
-
 fn config() -> String {
     format!(
         r#"{header}
@@ -211,7 +192,7 @@ async fn a_create_whose_answer_is_lost_is_tainted_and_replaced() {
         &tf.dir.join("job/main.py"),
         b"def handler(event, context):\n    return {\"double\": event[\"n\"] * 2}\n",
     );
-    write(&tf.dir.join("app/app.py"), APP_PY.as_bytes());
+    write(&tf.dir.join("app/app.py"), SERVICE_APP_PY.as_bytes());
     tf.write_main(&config());
 
     // 1. The creates of the function, the job and the service lose their

@@ -10,6 +10,26 @@ use std::time::{Duration, Instant};
 
 pub const SOURCE: &str = "sless.example/sless/sless";
 
+/// A service's `app.py`: answers every GET with `svc` on `$PORT`.
+pub const SERVICE_APP_PY: &str = r#"import os
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b'svc'
+        self.send_response(200)
+        self.send_header('content-length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+ThreadingHTTPServer(('127.0.0.1', int(os.environ['PORT'])), Handler).serve_forever()
+"#;
+
 pub fn skip() -> bool {
     if std::env::var("TF_ACC").as_deref() != Ok("1") {
         println!("skipped: set TF_ACC=1 to run the Terraform acceptance tests");
