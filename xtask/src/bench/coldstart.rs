@@ -17,15 +17,6 @@ use super::stats;
 const SECTION: &str = "4 cold start";
 const BODY: &str = "{\"name\":\"bench\"}";
 
-/// A function the later sections reuse (already Ready).
-#[derive(Debug, Clone)]
-pub struct Deployed {
-    /// Function name.
-    pub name: String,
-    /// `python` or `node`.
-    pub language: &'static str,
-}
-
 /// What starting the runtime server by hand took.
 pub(crate) struct Direct {
     /// Spawn → READY line.
@@ -36,13 +27,27 @@ pub(crate) struct Direct {
     pub rss_mib: f64,
 }
 
-/// A runtime server started by hand; killed when dropped.
-struct DirectServer(Child);
+/// A runtime server started by hand (no operator, no sandbox), listening on
+/// `127.0.0.1:port`; killed when dropped.
+pub(crate) struct DirectServer {
+    child: Child,
+    /// Its loopback port.
+    pub port: u16,
+    /// Spawn → READY line.
+    pub ready_ms: f64,
+}
+
+impl DirectServer {
+    /// Its pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
 
 impl Drop for DirectServer {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -63,9 +68,9 @@ fn real_program(program: &str) -> String {
         .unwrap_or_else(|| program.to_owned())
 }
 
-/// Starts the runtime server of `language` by hand on `code` (no operator,
-/// no sandbox) and times it.
-pub(crate) fn direct_start(workspace: &Path, language: &str, code: &Path) -> Result<Direct> {
+/// Starts the runtime server of `language` by hand on `code` with the same
+/// `SLESS_*` environment the operator gives it, and waits for its READY line.
+pub(crate) fn spawn_direct(workspace: &Path, language: &str, code: &Path) -> Result<DirectServer> {
     let code = code.canonicalize().map_err(io("resolve", code))?;
     let (program, server, entry) = match language {
         "python" => ("python3", "server.py", "main.handler"),
@@ -80,7 +85,7 @@ pub(crate) fn direct_start(workspace: &Path, language: &str, code: &Path) -> Res
         cmd.arg("-u");
     }
     let t = Instant::now();
-    let child = cmd
+    let mut child = cmd
         .arg(&server)
         .current_dir(&code)
         .env_clear()
@@ -105,18 +110,19 @@ pub(crate) fn direct_start(workspace: &Path, language: &str, code: &Path) -> Res
             program: program.clone(),
             source,
         })?;
-    let mut guard = DirectServer(child);
-    let stdout = guard
-        .0
-        .stdout
-        .take()
-        .ok_or_else(|| BenchError::RunFailed("no stdout".into()))?;
+    let stdout = child.stdout.take();
+    let mut guard = DirectServer {
+        child,
+        port: 0,
+        ready_ms: 0.0,
+    };
+    let stdout = stdout.ok_or_else(|| BenchError::RunFailed("no stdout".into()))?;
     let mut line = String::new();
     BufReader::new(stdout)
         .read_line(&mut line)
         .map_err(io("read the READY line of", &server))?;
-    let ready_ms = t.elapsed().as_secs_f64() * 1000.0;
-    let port: u16 = line
+    guard.ready_ms = t.elapsed().as_secs_f64() * 1000.0;
+    guard.port = line
         .trim()
         .strip_prefix("SLESS_READY port=")
         .and_then(|p| p.parse().ok())
@@ -124,9 +130,16 @@ pub(crate) fn direct_start(workspace: &Path, language: &str, code: &Path) -> Res
             tool: "runtime server",
             reason: format!("expected `SLESS_READY port=N`, got `{}`", line.trim()),
         })?;
+    Ok(guard)
+}
+
+/// Starts the runtime server of `language` by hand on `code` (no operator,
+/// no sandbox) and times it.
+pub(crate) fn direct_start(workspace: &Path, language: &str, code: &Path) -> Result<Direct> {
+    let server = spawn_direct(workspace, language, code)?;
     let t = Instant::now();
     let r = http::request(
-        &format!("127.0.0.1:{port}"),
+        &format!("127.0.0.1:{}", server.port),
         "POST",
         "/",
         &[("Content-Type", "application/json")],
@@ -141,9 +154,9 @@ pub(crate) fn direct_start(workspace: &Path, language: &str, code: &Path) -> Res
         )));
     }
     std::thread::sleep(Duration::from_millis(300));
-    let rss_mib = stats::rss_mib(guard.0.id()).unwrap_or(f64::NAN);
+    let rss_mib = stats::rss_mib(server.pid()).unwrap_or(f64::NAN);
     Ok(Direct {
-        ready_ms,
+        ready_ms: server.ready_ms,
         first_ms,
         rss_mib,
     })
@@ -175,13 +188,8 @@ fn through_operator(
     Ok((ready_ms, first_ms))
 }
 
-/// Runs the section; returns the Python and Node functions for the invoke section.
-pub fn run(
-    report: &mut Report,
-    client: &Client,
-    workspace: &Path,
-    work: &Path,
-) -> Result<Vec<Deployed>> {
+/// Runs the section (and section 5's idle runtime RSS, on the same functions).
+pub fn run(report: &mut Report, client: &Client, workspace: &Path, work: &Path) -> Result<()> {
     let py: PathBuf = work.join("code/py");
     let py_deps = work.join("code/py-deps");
     let node = work.join("code/node");
@@ -306,14 +314,5 @@ pub fn run(
             "ratio ~1: the operator adds nothing to the process",
         );
     }
-    Ok(vec![
-        Deployed {
-            name: "py-hello".into(),
-            language: "python",
-        },
-        Deployed {
-            name: "node-hello".into(),
-            language: "node",
-        },
-    ])
+    Ok(())
 }

@@ -1,18 +1,22 @@
-//! Section 1: the invoke path under load (`wrk`), (a) straight to the function's
-//! process, (b) through the authenticated invoke endpoint, (c) through an http
-//! trigger's public URL. Around each load it also reads the CPU time the
-//! operator and the function's process used (`/proc/<pid>/stat`, user and
-//! system apart), per request answered: the proxy's cost in CPU, kernel work
-//! for its sockets included, which callgrind's instruction counts (section
-//! 7) do not see.
+//! Section 1: the invoke path under load (`wrk`), (a) straight to the runtime
+//! server started by hand on loopback TCP with the same code, (b) through the
+//! authenticated invoke endpoint, (c) through an http trigger's public URL.
+//! (b) and (c) run on an operator of the section's own with the isolation
+//! users get by default (strict: the function sandboxed, reached over its unix
+//! socket) when run as root, `--isolation none` otherwise. Around each load it
+//! also reads the CPU time the operator and the function's processes used
+//! (`/proc/<pid>/stat`, user and system apart), per request answered: the
+//! proxy's cost in CPU, kernel work for its sockets included, which
+//! callgrind's instruction counts (section 7) do not see.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::coldstart::Deployed;
+use super::coldstart::{self, DirectServer};
 use super::error::{BenchError, Result};
+use super::fixtures;
 use super::http;
-use super::operator::Client;
+use super::operator::{Client, Operator};
 use super::report::Report;
 use super::stats::{self, CpuTicks};
 use super::wrk::{self, Load, WrkResult};
@@ -20,7 +24,8 @@ use super::wrk::{self, Load, WrkResult};
 const SECTION: &str = "1 invoke";
 const BODY: &str = "{\"name\":\"bench\"}";
 
-/// The processes whose CPU time is read around each load.
+/// The processes whose CPU time is read around each load: the operator's
+/// own, and the function's process tree (the sandbox's processes included).
 #[derive(Debug, Clone, Copy)]
 struct Watched {
     operator: u32,
@@ -65,13 +70,16 @@ fn load(
     watched: Watched,
 ) -> Result<Measured> {
     println!("wrk {what}: {url}");
-    let ticks = |pid: u32| {
-        stats::cpu_ticks(pid)
-            .ok_or_else(|| BenchError::RunFailed(format!("cannot read /proc/{pid}/stat")))
+    let gone = |pid: u32| BenchError::RunFailed(format!("cannot read /proc/{pid}/stat"));
+    let ticks = |w: Watched| -> Result<(CpuTicks, CpuTicks)> {
+        Ok((
+            stats::cpu_ticks(w.operator).ok_or_else(|| gone(w.operator))?,
+            stats::tree_cpu_ticks(w.function).ok_or_else(|| gone(w.function))?,
+        ))
     };
-    let (op0, fn0) = (ticks(watched.operator)?, ticks(watched.function)?);
+    let (op0, fn0) = ticks(watched)?;
     let r = wrk::run(url, script, l)?;
-    let (op1, fn1) = (ticks(watched.operator)?, ticks(watched.function)?);
+    let (op1, fn1) = ticks(watched)?;
     if let Some(f) = r.failure() {
         report.fail(format!("{SECTION}: {what}: {f}"));
     }
@@ -138,27 +146,91 @@ pub(super) fn wait_public(addr: &str, path: &str) -> Result<()> {
     }
 }
 
-/// Runs the section over the given functions.
+/// A hello function of one language, deployed on the section's operator,
+/// and the same code served by hand.
+struct Subject {
+    language: &'static str,
+    name: String,
+    direct: DirectServer,
+}
+
+/// Writes the hello code of `language`, starts it by hand and deploys it as
+/// `name` (Ready and answering once).
+fn prepare(
+    client: &Client,
+    workspace: &Path,
+    work: &Path,
+    language: &'static str,
+) -> Result<Subject> {
+    let code = work.join(format!("code/invoke-{language}"));
+    let (runtime, entry) = match language {
+        "python" => {
+            fixtures::python_hello(&code, "invoke")?;
+            ("python3.11", "main.handler")
+        }
+        _ => {
+            fixtures::node_hello(&code)?;
+            ("nodejs20", "index.handler")
+        }
+    };
+    let direct = coldstart::spawn_direct(workspace, language, &code)?;
+    let name = format!("{language}-hello");
+    client.create_function(&name, runtime, entry)?;
+    let (zip, hash) = fixtures::package(&code)?;
+    client.upload_code(&name, &zip, &hash)?;
+    client.wait_ready(&name, Duration::from_secs(300))?;
+    let r = client.invoke(&name, BODY)?;
+    if !r.is_success() {
+        return Err(BenchError::RunFailed(format!(
+            "first invoke of {name}: {}",
+            r.status
+        )));
+    }
+    Ok(Subject {
+        language,
+        name,
+        direct,
+    })
+}
+
+/// Runs the section on an operator of its own (data under `out`).
 pub fn run(
     report: &mut Report,
-    client: &Client,
-    functions: &[Deployed],
-    work: &Path,
+    operator_bin: &Path,
+    workspace: &Path,
+    out: &Path,
     l: Load,
-    operator_pid: u32,
 ) -> Result<()> {
     wrk::ensure_installed()?;
+    let strict = super::zero::running_as_root();
+    let isolation = if strict { "strict" } else { "none" };
+    let extra: &[&str] = if strict {
+        &[]
+    } else {
+        &["--isolation", "none"]
+    };
+    println!("section 1 on an operator with isolation {isolation} (the default as root)");
+    let op = Operator::start_with(operator_bin, &out.join("operator-data-invoke"), extra)?;
+    let client = op.client("bench-invoke")?;
+    let work = out.join("wrk");
     let ticks_per_second = stats::ticks_per_second();
-    std::fs::create_dir_all(work).map_err(super::error::io("create", work))?;
-    let (plain, authed) = wrk::post_scripts(work, BODY, &client.auth)?;
+    std::fs::create_dir_all(&work).map_err(super::error::io("create", &work))?;
+    let (plain, authed) = wrk::post_scripts(&work, BODY, &client.auth)?;
     let mut raw = serde_json::Map::new();
-    for f in functions {
-        let (function_pid, port) = client.process(&f.name)?;
-        let watched = Watched {
-            operator: operator_pid,
+    raw.insert("isolation".into(), isolation.into());
+    for language in ["python", "node"] {
+        let f = prepare(&client, workspace, out, language)?;
+        let (function_pid, _) = client.process(&f.name)?;
+        let proxied = Watched {
+            operator: op.pid(),
             function: function_pid,
             ticks_per_second,
         };
+        let by_hand = Watched {
+            function: f.direct.pid(),
+            ..proxied
+        };
+        let port = f.direct.port;
         let direct_url = format!("http://127.0.0.1:{port}/");
         let invoke_url = format!("http://{}{}", client.addr, client.invoke_path(&f.name));
         let lang = f.language;
@@ -168,7 +240,7 @@ pub fn run(
             &direct_url,
             &plain,
             l,
-            watched,
+            by_hand,
         )?;
         let bm = load(
             report,
@@ -176,7 +248,7 @@ pub fn run(
             &invoke_url,
             &authed,
             l,
-            watched,
+            proxied,
         )?;
         report_cpu(report, lang, "(b) invoke endpoint", &bm, &am);
         let (a, b) = (&am.wrk, &bm.wrk);
@@ -186,7 +258,7 @@ pub fn run(
             b.rps,
             a.rps,
             "req/s",
-            "throughput ratio; 1 = no proxy cost",
+            &format!("throughput ratio; 1 = no proxy cost (isolation {isolation})"),
         );
         report.delta(
             SECTION,
@@ -218,7 +290,7 @@ pub fn run(
                 wait_public(&client.addr, &path)?;
                 let url = format!("http://{}{}", client.addr, path);
                 let what = format!("{lang} (c) http trigger");
-                let cm = load(report, &what, &url, &plain, l, watched)?;
+                let cm = load(report, &what, &url, &plain, l, proxied)?;
                 report_cpu(report, lang, "(c) http trigger", &cm, &am);
                 let c = &cm.wrk;
                 report.ratio(
@@ -227,7 +299,7 @@ pub fn run(
                     c.rps,
                     a.rps,
                     "req/s",
-                    "throughput ratio; 1 = no proxy cost",
+                    &format!("throughput ratio; 1 = no proxy cost (isolation {isolation})"),
                 );
                 report.delta(
                     SECTION,

@@ -97,48 +97,34 @@ pub fn run(opts: &BenchOptions) -> Result<Report> {
             .join("\n")
     );
 
-    let want = |n: u8| opts.only.is_none_or(|o| o == n || (o == 1 && n == 4));
+    let want = |n: u8| opts.only.is_none_or(|o| o == n);
     if want(3)
         && let Err(e) = hashing::run(&mut report, &xtask_bin, &out)
     {
         report.fail(format!("3 hashing: {e}"));
     }
 
-    if want(1) || want(2) || want(4) || want(5) {
+    let load = wrk::Load {
+        threads: 1,
+        connections: 8,
+        duration_secs: if opts.quick { 3 } else { 10 },
+    };
+    if want(1)
+        && let Err(e) = invoke::run(&mut report, &operator_bin, &opts.workspace, &out, load)
+    {
+        report.fail(format!("1 invoke: {e}"));
+    }
+
+    if want(2) || want(4) || want(5) {
         let op = operator::Operator::start(&operator_bin, &out.join("operator-data"))?;
         std::thread::sleep(Duration::from_secs(1));
         let idle_mib = memory::operator_rss(&op)?;
         let client = op.client("bench")?;
 
-        let deployed = if !want(4) {
-            Vec::new()
-        } else {
-            match coldstart::run(&mut report, &client, &opts.workspace, &out) {
-                Ok(d) => d,
-                Err(e) => {
-                    report.fail(format!("4 cold start: {e}"));
-                    Vec::new()
-                }
-            }
-        };
-        let load = wrk::Load {
-            threads: 1,
-            connections: 8,
-            duration_secs: if opts.quick { 3 } else { 10 },
-        };
-        if want(1) {
-            if deployed.is_empty() {
-                report.fail("1 invoke: skipped, no function was deployed");
-            } else if let Err(e) = invoke::run(
-                &mut report,
-                &client,
-                &deployed,
-                &out.join("wrk"),
-                load,
-                op.pid(),
-            ) {
-                report.fail(format!("1 invoke: {e}"));
-            }
+        if want(4)
+            && let Err(e) = coldstart::run(&mut report, &client, &opts.workspace, &out)
+        {
+            report.fail(format!("4 cold start: {e}"));
         }
 
         let sizes: &[usize] = if opts.quick { &[1, 10] } else { &[1, 10, 50] };

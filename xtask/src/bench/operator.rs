@@ -24,9 +24,9 @@ pub struct Operator {
 
 impl Operator {
     /// Starts `bin serve --isolation none` with a fresh `data_dir` and waits
-    /// for `operator.addr`. The sections compare the proxy with calling the
-    /// function's process directly on loopback TCP, which the strict sandbox
-    /// (rightly) forbids; they measure the unsandboxed path.
+    /// for `operator.addr` (sections 2, 4 and 5: their figures are about the
+    /// operator's work, not the sandbox's; sections 1 and 6 start their own
+    /// operator with the default isolation when run as root).
     pub fn start(bin: &Path, data_dir: &Path) -> Result<Operator> {
         Self::start_with(bin, data_dir, &["--isolation", "none"])
     }

@@ -100,6 +100,50 @@ pub fn cpu_ticks(pid: u32) -> Option<CpuTicks> {
     parse_stat_cpu(&text)
 }
 
+/// The CPU time of `root` and every process below it so far (a sandboxed
+/// function's server runs under bwrap, two processes down from the pid the
+/// operator records). Only processes alive now are counted: the tree must not
+/// change during a measurement.
+pub fn tree_cpu_ticks(root: u32) -> Option<CpuTicks> {
+    let mut stats: Vec<(u32, u32, CpuTicks)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        if let (Some(ppid), Some(t)) = (parse_stat_ppid(&text), parse_stat_cpu(&text)) {
+            stats.push((pid, ppid, t));
+        }
+    }
+    Some(sum_tree(root, &stats)).filter(|_| stats.iter().any(|(p, _, _)| *p == root))
+}
+
+/// The sum of `(pid, ppid, ticks)` rows over `root` and its descendants.
+fn sum_tree(root: u32, rows: &[(u32, u32, CpuTicks)]) -> CpuTicks {
+    let mut total = CpuTicks::default();
+    let mut todo = vec![root];
+    while let Some(pid) = todo.pop() {
+        for (p, parent, t) in rows {
+            if *p == pid {
+                total.user += t.user;
+                total.system += t.system;
+            }
+            if *parent == pid && *p != pid {
+                todo.push(*p);
+            }
+        }
+    }
+    total
+}
+
+/// The parent pid (field 4) of a `/proc/<pid>/stat` line.
+fn parse_stat_ppid(stat: &str) -> Option<u32> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// `utime` and `stime` (fields 14 and 15) of a `/proc/<pid>/stat` line. The
 /// command name (field 2) is in parentheses and may hold spaces or `)`, so
 /// fields are counted after its last `)`.
@@ -142,6 +186,24 @@ mod tests {
         assert_eq!(parse_stat_cpu("4242 (short) S 1 2"), None);
         let own = cpu_ticks(std::process::id()).expect("this process's stat");
         assert!(own.since(own) == CpuTicks::default());
+    }
+
+    #[test]
+    fn a_tree_sums_its_descendants_only() {
+        let t = |user, system| CpuTicks { user, system };
+        let rows = [
+            (10, 1, t(5, 1)),
+            (11, 10, t(1, 1)),
+            (12, 11, t(100, 20)),
+            (13, 1, t(1000, 1000)),
+        ];
+        assert_eq!(sum_tree(10, &rows), t(106, 22));
+        assert_eq!(sum_tree(12, &rows), t(100, 20));
+        let stat = "4242 (a b) c)) S 77 4242 4242 0 -1 4194560 1000 0 0 0 731 205";
+        assert_eq!(parse_stat_ppid(stat), Some(77));
+        let own = tree_cpu_ticks(std::process::id()).expect("this process's tree");
+        assert!(own.user + own.system >= cpu_ticks(std::process::id()).unwrap().user);
+        assert_eq!(tree_cpu_ticks(u32::MAX), None);
     }
 
     #[test]

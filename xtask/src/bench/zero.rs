@@ -45,7 +45,7 @@ pub struct Sizes {
     pub direct_runs: usize,
 }
 
-fn running_as_root() -> bool {
+pub(super) fn running_as_root() -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
