@@ -373,8 +373,14 @@ class Handler(BaseHTTPRequestHandler):
             if k.lower() not in HOP_BY_HOP:
                 self.send_header(k, v)
         self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
+        # end_headers() with the body in the same write: one segment and one
+        # wake-up of the reader per answer instead of two.
+        if self.request_version != "HTTP/0.9":
+            self._headers_buffer.append(b"\r\n")
+            if self.command != "HEAD":
+                self._headers_buffer.append(data)
+            self.flush_headers()
+        elif self.command != "HEAD":
             self.wfile.write(data)
 
     def handle_any(self):
