@@ -7,6 +7,10 @@
 //! relaying it. The apply must fail with a clear error, Terraform must track
 //! each such object as tainted, and the next apply must replace it, so the
 //! configuration converges instead of finding the name taken forever.
+//!
+//! The same proxy also fails the first adoption of what an interrupted apply
+//! left (it answers the PATCH with a 500 of its own): the apply must say so
+//! and lose nothing, and the next apply must adopt it.
 
 mod common;
 
@@ -64,21 +68,43 @@ output "job_message" {{
     )
 }
 
-/// The collections whose first create the proxy answers by closing the
-/// connection, and the paths it did that for.
-#[derive(Default)]
+/// The fault the proxy injects, once per path.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    /// Forward the first create of each kind (a POST to its collection),
+    /// then close the connection instead of relaying the answer.
+    LoseCreates,
+    /// Answer the first PATCH of each object with a 500 of the proxy's own,
+    /// without forwarding it.
+    RefusePatches,
+}
+
+/// What the proxy injects, and the paths it did it for.
 struct Losses {
+    fault: Fault,
     cut: Mutex<BTreeSet<String>>,
 }
 
 impl Losses {
-    /// True (once per path) for a create: a POST to a kind's collection.
-    fn lose(&self, method: &hyper::Method, path: &str) -> bool {
-        let create = method == hyper::Method::POST
-            && ["/functions", "/triggers", "/jobs", "/services"]
-                .iter()
-                .any(|kind| path.ends_with(kind));
-        create && self.cut.lock().unwrap().insert(path.to_string())
+    fn new(fault: Fault) -> Losses {
+        Losses {
+            fault,
+            cut: Mutex::default(),
+        }
+    }
+
+    /// True (once per path) for a request of `fault`'s kind.
+    fn hits(&self, fault: Fault, method: &hyper::Method, path: &str) -> bool {
+        let matches = match fault {
+            Fault::LoseCreates => {
+                method == hyper::Method::POST
+                    && ["/functions", "/triggers", "/jobs", "/services"]
+                        .iter()
+                        .any(|kind| path.ends_with(kind))
+            }
+            Fault::RefusePatches => method == hyper::Method::PATCH,
+        };
+        self.fault == fault && matches && self.cut.lock().unwrap().insert(path.to_string())
     }
 
     fn cut(&self) -> Vec<String> {
@@ -125,6 +151,14 @@ async fn forward(
 ) -> Result<Response<Full<Bytes>>, hyper::Error> {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
+    if losses.hits(Fault::RefusePatches, &method, &path) {
+        let body = r#"{"error":{"code":"internal","message":"injected: the database is locked"}}"#;
+        return Ok(Response::builder()
+            .status(500)
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from_static(body.as_bytes())))
+            .unwrap());
+    }
     let target = match req.uri().query() {
         Some(q) => format!("{upstream}{path}?{q}"),
         None => format!("{upstream}{path}"),
@@ -138,7 +172,7 @@ async fn forward(
         }
     }
     let answer = rb.send().await.expect("the operator answers the proxy");
-    if losses.lose(&method, &path) {
+    if losses.hits(Fault::LoseCreates, &method, &path) {
         // The operator has answered (it stored the object): lose it.
         lost.notify_one();
         std::future::pending::<()>().await;
@@ -181,7 +215,7 @@ async fn a_create_whose_answer_is_lost_is_tainted_and_replaced() {
     let sub = "lost@example.com";
     let ns = sless_wire::namespace_for_sub(sub);
     let token = op.token(sub);
-    let losses = Arc::new(Losses::default());
+    let losses = Arc::new(Losses::new(Fault::LoseCreates));
     let proxy = lossy_proxy(op.base_url.clone(), losses.clone()).await;
     let tf = Tf::new(root.path(), &proxy, &token);
     write(
@@ -290,4 +324,119 @@ async fn a_create_whose_answer_is_lost_is_tainted_and_replaced() {
     ] {
         assert!(object_names(&op, &token, &path).await.is_empty(), "{path}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_adoption_loses_nothing_and_the_next_apply_adopts() {
+    if skip() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let op = Operator::start(&root.path().join("operator"));
+    let sub = "adopt@example.com";
+    let ns = sless_wire::namespace_for_sub(sub);
+    let token = op.token(sub);
+    let losses = Arc::new(Losses::new(Fault::RefusePatches));
+    let proxy = lossy_proxy(op.base_url.clone(), losses.clone()).await;
+    let tf = Tf::new(root.path(), &proxy, &token);
+    write(
+        &tf.dir.join("fn/main.py"),
+        b"def handler(event, context):\n    return {\"hello\": \"adopted\"}\n",
+    );
+    tf.write_main(&format!(
+        r#"{header}
+resource "sless_function" "f" {{
+  name       = "adopt-f"
+  runtime    = "python3.11"
+  entrypoint = "main.handler"
+  source_dir = "${{path.module}}/fn"
+  memory_mb  = 128
+}}
+"#,
+        header = tf_header()
+    ));
+    // What an apply interrupted after the operator stored its create leaves:
+    // the function without code, here with another memory limit.
+    let http = reqwest::Client::new();
+    let left = http
+        .post(format!("{}{}", op.base_url, paths::functions(&ns)))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({
+            "name": "adopt-f",
+            "runtime": "python3.11",
+            "entrypoint": "main.handler",
+            "memory_mb": 256,
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(left.status(), 201, "{}", left.text().await.unwrap());
+
+    // 1. The adoption's PATCH fails: the apply says so with the operator's
+    //    message, nothing is in state, and the leftover is still there,
+    //    unchanged.
+    let out = tf.run(&["apply", "-auto-approve", "-input=false", "-no-color"]);
+    let said = flat(&text(&out));
+    assert!(!out.status.success(), "apply 1 must fail:\n{said}");
+    assert!(said.contains("Cannot adopt function adopt-f"), "{said}");
+    assert!(said.contains("injected: the database is locked"), "{said}");
+    assert!(!said.contains("panicked"), "{said}");
+    assert_eq!(losses.cut(), [paths::function(&ns, "adopt-f")]);
+    let state = tf.ok(&["state", "list"]);
+    assert!(state.trim().is_empty(), "nothing in state: {state}");
+    let f: Value = http
+        .get(format!(
+            "{}{}",
+            op.base_url,
+            paths::function(&ns, "adopt-f")
+        ))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        f["spec"]["memory_mb"], 256,
+        "the leftover is unchanged: {f}"
+    );
+
+    // 2. The next apply (the proxy refuses each PATCH once) adopts it, gives
+    //    it this configuration and its code: it answers, and the plan is
+    //    clean.
+    let out = tf.run(&["apply", "-auto-approve", "-input=false", "-no-color"]);
+    let said = flat(&text(&out));
+    assert!(out.status.success(), "apply 2 must adopt:\n{said}");
+    assert!(
+        said.contains("Adopted function adopt-f left by an interrupted apply"),
+        "{said}"
+    );
+    let (code, plan) = tf.plan_code();
+    assert_eq!(code, 0, "after adopting, the plan is clean:\n{plan}");
+    let r: Value = http
+        .post(format!(
+            "{}{}",
+            op.base_url,
+            paths::function_invoke(&ns, "adopt-f")
+        ))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(r["hello"], "adopted", "{r}");
+    assert_eq!(
+        object_names(&op, &token, &paths::functions(&ns)).await,
+        ["adopt-f"]
+    );
+    tf.ok(&["destroy", "-auto-approve", "-input=false", "-no-color"]);
+    assert!(
+        object_names(&op, &token, &paths::functions(&ns))
+            .await
+            .is_empty()
+    );
 }
