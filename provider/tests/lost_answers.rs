@@ -10,19 +10,21 @@
 //!
 //! The same proxy also fails the first adoption of what an interrupted apply
 //! left (it answers the PATCH with a 500 of its own): the apply must say so
-//! and lose nothing, and the next apply must adopt it.
+//! and lose nothing, and the next apply must adopt it. And it cuts a
+//! function create's success body in half: the same "answer was lost" path.
 
 mod common;
 
 use bytes::Bytes;
 use common::*;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Either, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use sless_wire::paths;
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 fn config() -> String {
@@ -77,6 +79,9 @@ enum Fault {
     /// Answer the first PATCH of each object with a 500 of the proxy's own,
     /// without forwarding it.
     RefusePatches,
+    /// Forward the first create of a function, then relay its answer's head
+    /// and half its body and close the connection (a cut success body).
+    CutFunctionCreates,
 }
 
 /// What the proxy injects, and the paths it did it for.
@@ -103,6 +108,9 @@ impl Losses {
                         .any(|kind| path.ends_with(kind))
             }
             Fault::RefusePatches => method == hyper::Method::PATCH,
+            Fault::CutFunctionCreates => {
+                method == hyper::Method::POST && path.ends_with("/functions")
+            }
         };
         self.fault == fault && matches && self.cut.lock().unwrap().insert(path.to_string())
     }
@@ -111,6 +119,45 @@ impl Losses {
         self.cut.lock().unwrap().iter().cloned().collect()
     }
 }
+
+/// A body that yields its bytes, waits (hyper flushes the head and those
+/// bytes meanwhile), then fails: hyper closes the connection short of the
+/// `Content-Length` it announced.
+struct CutBody {
+    bytes: Option<Bytes>,
+    pause: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl CutBody {
+    fn new(bytes: Bytes) -> CutBody {
+        CutBody {
+            bytes: Some(bytes),
+            pause: Box::pin(tokio::time::sleep(std::time::Duration::from_millis(200))),
+        }
+    }
+}
+
+impl hyper::body::Body for CutBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, std::io::Error>>> {
+        use std::task::Poll;
+        if let Some(bytes) = self.bytes.take() {
+            return Poll::Ready(Some(Ok(hyper::body::Frame::data(bytes))));
+        }
+        match self.pause.as_mut().poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(()) => Poll::Ready(Some(Err(std::io::Error::other("cut on purpose")))),
+        }
+    }
+}
+
+/// What the proxy answers with: the operator's body, or a cut one.
+type ProxyBody = Either<Full<Bytes>, CutBody>;
 
 /// Starts the proxy in front of `upstream` (the operator's base URL) and
 /// returns its base URL.
@@ -148,7 +195,7 @@ async fn forward(
     upstream: &str,
     losses: &Losses,
     lost: &tokio::sync::Notify,
-) -> Result<Response<Full<Bytes>>, hyper::Error> {
+) -> Result<Response<ProxyBody>, hyper::Error> {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     if losses.hits(Fault::RefusePatches, &method, &path) {
@@ -156,7 +203,7 @@ async fn forward(
         return Ok(Response::builder()
             .status(500)
             .header("content-type", "application/json")
-            .body(Full::new(Bytes::from_static(body.as_bytes())))
+            .body(Either::Left(Full::new(Bytes::from_static(body.as_bytes()))))
             .unwrap());
     }
     let target = match req.uri().query() {
@@ -187,7 +234,14 @@ async fn forward(
         }
     }
     let bytes = answer.bytes().await.expect("the operator's answer body");
-    Ok(resp.body(Full::new(bytes)).unwrap())
+    if losses.hits(Fault::CutFunctionCreates, &method, &path) {
+        // The operator stored the function; the provider gets half of its
+        // answer.
+        let half = bytes.slice(..bytes.len() / 2);
+        let resp = resp.header("content-length", bytes.len());
+        return Ok(resp.body(Either::Right(CutBody::new(half))).unwrap());
+    }
+    Ok(resp.body(Either::Left(Full::new(bytes))).unwrap())
 }
 
 /// Addresses Terraform tracks as tainted, from `terraform show -json`.
@@ -439,4 +493,67 @@ resource "sless_function" "f" {{
             .await
             .is_empty()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_whose_answer_is_cut_is_tainted_and_replaced() {
+    if skip() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let op = Operator::start(&root.path().join("operator"));
+    let sub = "cut@example.com";
+    let ns = sless_wire::namespace_for_sub(sub);
+    let token = op.token(sub);
+    let losses = Arc::new(Losses::new(Fault::CutFunctionCreates));
+    let proxy = lossy_proxy(op.base_url.clone(), losses.clone()).await;
+    let tf = Tf::new(root.path(), &proxy, &token);
+    write(
+        &tf.dir.join("fn/main.py"),
+        b"def handler(event, context):\n    return {\"hello\": \"cut\"}\n",
+    );
+    tf.write_main(&format!(
+        r#"{header}
+resource "sless_function" "f" {{
+  name       = "cut-f"
+  runtime    = "python3.11"
+  entrypoint = "main.handler"
+  source_dir = "${{path.module}}/fn"
+}}
+"#,
+        header = tf_header()
+    ));
+
+    // 1. The create's answer arrives with half its body: the apply fails
+    //    with "the answer was lost" and the function is tainted.
+    let out = tf.run(&["apply", "-auto-approve", "-input=false", "-no-color"]);
+    let said = flat(&text(&out));
+    assert!(!out.status.success(), "apply 1 must fail:\n{said}");
+    assert!(
+        said.contains("Cannot create function cut-f: the answer was lost"),
+        "{said}"
+    );
+    assert!(!said.contains("panicked"), "{said}");
+    assert_eq!(losses.cut(), [paths::functions(&ns)]);
+    assert_eq!(tainted(&tf), ["sless_function.f"]);
+    assert_eq!(
+        object_names(&op, &token, &paths::functions(&ns)).await,
+        ["cut-f"]
+    );
+
+    // 2. The next apply replaces it and converges.
+    let out = tf.run(&["apply", "-auto-approve", "-input=false", "-no-color"]);
+    let said = flat(&text(&out));
+    assert!(out.status.success(), "apply 2 must converge:\n{said}");
+    assert!(
+        said.contains("# sless_function.f is tainted, so must be replaced"),
+        "{said}"
+    );
+    let (code, plan) = tf.plan_code();
+    assert_eq!(code, 0, "plan after converging must be clean:\n{plan}");
+    assert_eq!(
+        object_names(&op, &token, &paths::functions(&ns)).await,
+        ["cut-f"]
+    );
+    tf.ok(&["destroy", "-auto-approve", "-input=false", "-no-color"]);
 }
