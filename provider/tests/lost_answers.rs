@@ -380,35 +380,70 @@ async fn a_create_whose_answer_is_lost_is_tainted_and_replaced() {
     }
 }
 
+/// An operator, the proxy in front of it injecting `fault`, and a Terraform
+/// directory with one Python function `name` (answering `{"hello": name}`)
+/// whose resource block gets `extra` lines.
+struct Scene {
+    _root: tempfile::TempDir,
+    op: Operator,
+    ns: String,
+    token: String,
+    losses: Arc<Losses>,
+    tf: Tf,
+}
+
+async fn one_function_behind(fault: Fault, sub: &str, name: &str, extra: &str) -> Scene {
+    let root = tempfile::tempdir().unwrap();
+    let op = Operator::start(&root.path().join("operator"));
+    let ns = sless_wire::namespace_for_sub(sub);
+    let token = op.token(sub);
+    let losses = Arc::new(Losses::new(fault));
+    let proxy = lossy_proxy(op.base_url.clone(), losses.clone()).await;
+    let tf = Tf::new(root.path(), &proxy, &token);
+    write(
+        &tf.dir.join("fn/main.py"),
+        format!("def handler(event, context):\n    return {{\"hello\": {name:?}}}\n").as_bytes(),
+    );
+    tf.write_main(&format!(
+        r#"{header}
+resource "sless_function" "f" {{
+  name       = "{name}"
+  runtime    = "python3.11"
+  entrypoint = "main.handler"
+  source_dir = "${{path.module}}/fn"
+{extra}}}
+"#,
+        header = tf_header()
+    ));
+    Scene {
+        _root: root,
+        op,
+        ns,
+        token,
+        losses,
+        tf,
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_adoption_loses_nothing_and_the_next_apply_adopts() {
     if skip() {
         return;
     }
-    let root = tempfile::tempdir().unwrap();
-    let op = Operator::start(&root.path().join("operator"));
-    let sub = "adopt@example.com";
-    let ns = sless_wire::namespace_for_sub(sub);
-    let token = op.token(sub);
-    let losses = Arc::new(Losses::new(Fault::RefusePatches));
-    let proxy = lossy_proxy(op.base_url.clone(), losses.clone()).await;
-    let tf = Tf::new(root.path(), &proxy, &token);
-    write(
-        &tf.dir.join("fn/main.py"),
-        b"def handler(event, context):\n    return {\"hello\": \"adopted\"}\n",
-    );
-    tf.write_main(&format!(
-        r#"{header}
-resource "sless_function" "f" {{
-  name       = "adopt-f"
-  runtime    = "python3.11"
-  entrypoint = "main.handler"
-  source_dir = "${{path.module}}/fn"
-  memory_mb  = 128
-}}
-"#,
-        header = tf_header()
-    ));
+    let Scene {
+        op,
+        ns,
+        token,
+        losses,
+        tf,
+        _root,
+    } = one_function_behind(
+        Fault::RefusePatches,
+        "adopt@example.com",
+        "adopt-f",
+        "  memory_mb  = 128\n",
+    )
+    .await;
     // What an apply interrupted after the operator stored its create leaves:
     // the function without code, here with another memory limit.
     let http = reqwest::Client::new();
@@ -482,7 +517,7 @@ resource "sless_function" "f" {{
         .json()
         .await
         .unwrap();
-    assert_eq!(r["hello"], "adopted", "{r}");
+    assert_eq!(r["hello"], "adopt-f", "{r}");
     assert_eq!(
         object_names(&op, &token, &paths::functions(&ns)).await,
         ["adopt-f"]
@@ -500,29 +535,14 @@ async fn a_create_whose_answer_is_cut_is_tainted_and_replaced() {
     if skip() {
         return;
     }
-    let root = tempfile::tempdir().unwrap();
-    let op = Operator::start(&root.path().join("operator"));
-    let sub = "cut@example.com";
-    let ns = sless_wire::namespace_for_sub(sub);
-    let token = op.token(sub);
-    let losses = Arc::new(Losses::new(Fault::CutFunctionCreates));
-    let proxy = lossy_proxy(op.base_url.clone(), losses.clone()).await;
-    let tf = Tf::new(root.path(), &proxy, &token);
-    write(
-        &tf.dir.join("fn/main.py"),
-        b"def handler(event, context):\n    return {\"hello\": \"cut\"}\n",
-    );
-    tf.write_main(&format!(
-        r#"{header}
-resource "sless_function" "f" {{
-  name       = "cut-f"
-  runtime    = "python3.11"
-  entrypoint = "main.handler"
-  source_dir = "${{path.module}}/fn"
-}}
-"#,
-        header = tf_header()
-    ));
+    let Scene {
+        op,
+        ns,
+        token,
+        losses,
+        tf,
+        _root,
+    } = one_function_behind(Fault::CutFunctionCreates, "cut@example.com", "cut-f", "").await;
 
     // 1. The create's answer arrives with half its body: the apply fails
     //    with "the answer was lost" and the function is tainted.
