@@ -3,7 +3,8 @@
 
 mod support;
 
-use sless_operator::backend::{Backend, CodeBundle};
+use sless_operator::api::proxy_body::LimitedBody;
+use sless_operator::backend::{Backend, CodeBundle, InvokeTarget};
 use sless_operator::codezip;
 use sless_operator::local::{LocalBackend, LocalOptions, pid_file};
 use sless_wire::function::{FunctionSpec, LogKind};
@@ -83,31 +84,51 @@ async fn wait_phase(b: &LocalBackend, name: &str, want: Phase, timeout: Duration
     }
 }
 
+/// POSTs a JSON body to `t` as the proxy would: with the target's own
+/// client when it has one (a process on a unix socket), else over TCP.
+async fn post(t: &InvokeTarget, body: &serde_json::Value) -> Result<(u16, String), String> {
+    let Some(client) = &t.client else {
+        let r = reqwest::Client::new()
+            .post(format!("{}/", t.base_url))
+            .json(body)
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = r.status().as_u16();
+        return Ok((status, r.text().await.map_err(|e| e.to_string())?));
+    };
+    let body = LimitedBody::new(
+        axum::body::Body::from(body.to_string()),
+        None,
+        Default::default(),
+        Default::default(),
+    );
+    let req = axum::http::Request::post(format!("{}/", t.base_url))
+        .header("content-type", "application/json")
+        .body(body)
+        .map_err(|e| e.to_string())?;
+    let answer = tokio::time::timeout(Duration::from_secs(30), client.request(req))
+        .await
+        .map_err(|_| "no answer within 30 s".to_string())?
+        .map_err(|e| e.to_string())?;
+    let status = answer.status().as_u16();
+    let bytes = axum::body::to_bytes(axum::body::Body::new(answer.into_body()), usize::MAX)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
+}
+
 /// Invokes through the backend's target with a JSON body.
 async fn invoke(b: &LocalBackend, name: &str, body: &serde_json::Value) -> (u16, String) {
     let t = b.invoke_target(NS, name).await.expect("invoke target");
-    let r = reqwest::Client::new()
-        .post(format!("{}/", t.base_url))
-        .json(body)
-        .send()
-        .await
-        .expect("invoke");
-    let status = r.status().as_u16();
-    (status, r.text().await.unwrap_or_default())
+    post(&t, body).await.expect("invoke")
 }
 
 /// Invokes once, `None` on any transport error or when not ready.
 async fn try_invoke(b: &LocalBackend, name: &str) -> Option<(u16, String)> {
     let t = b.invoke_target(NS, name).await.ok()?;
-    let r = reqwest::Client::new()
-        .post(format!("{}/", t.base_url))
-        .json(&serde_json::json!({}))
-        .timeout(Duration::from_secs(5))
-        .send()
-        .await
-        .ok()?;
-    let status = r.status().as_u16();
-    Some((status, r.text().await.ok()?))
+    post(&t, &serde_json::json!({})).await.ok()
 }
 
 /// Invokes until it answers 200 (the process may be restarting).
@@ -120,14 +141,9 @@ async fn invoke_until_ok(
     let deadline = Instant::now() + timeout;
     loop {
         if let Ok(t) = b.invoke_target(NS, name).await
-            && let Ok(r) = reqwest::Client::new()
-                .post(format!("{}/", t.base_url))
-                .json(body)
-                .send()
-                .await
-            && r.status() == 200
+            && let Ok((200, text)) = post(&t, body).await
         {
-            return r.json().await.expect("json answer");
+            return serde_json::from_str(&text).expect("json answer");
         }
         assert!(
             Instant::now() < deadline,
@@ -473,13 +489,9 @@ async fn memory_limit_kills_the_process() {
     wait_phase(&b, "hog", Phase::Ready, Duration::from_secs(60)).await;
     let t = b.invoke_target(NS, "hog").await.unwrap();
     // The watchdog kills the process mid-request: the connection drops.
-    let r = reqwest::Client::new()
-        .post(format!("{}/", t.base_url))
-        .json(&serde_json::json!({}))
-        .send()
-        .await;
+    let r = post(&t, &serde_json::json!({})).await;
     assert!(
-        r.map(|r| r.status() != 200).unwrap_or(true),
+        r.map(|(status, _)| status != 200).unwrap_or(true),
         "the process must not survive"
     );
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -546,20 +558,13 @@ async fn forty_parallel_invocations() {
     b.upload_code(NS, "par", bundle(zip)).await.unwrap();
     wait_phase(&b, "par", Phase::Ready, Duration::from_secs(60)).await;
     let t = b.invoke_target(NS, "par").await.unwrap();
-    let client = reqwest::Client::new();
     let started = Instant::now();
     let calls = (0..40).map(|n| {
-        let client = client.clone();
-        let url = format!("{}/", t.base_url);
+        let t = &t;
         async move {
-            let r = client
-                .post(url)
-                .json(&serde_json::json!({"n": n}))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(r.status(), 200);
-            let v: serde_json::Value = r.json().await.unwrap();
+            let (status, text) = post(t, &serde_json::json!({"n": n})).await.unwrap();
+            assert_eq!(status, 200, "{text}");
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
             assert_eq!(v["n"], n * 2);
         }
     });
@@ -808,6 +813,8 @@ async fn the_function_sees_only_its_own_environment() {
         "SLESS_CODE_DIR",
         "SLESS_HOST",
         "SLESS_PORT",
+        // Where it listens (run/sockets/<n>.sock of the data dir).
+        "SLESS_SOCKET",
         "SLESS_TIMEOUT_SEC",
         "SLESS_MEMORY_MB",
         // CPython may set this itself (PEP 538 locale coercion).
@@ -841,6 +848,10 @@ async fn the_function_sees_only_its_own_environment() {
     assert_eq!(env["SLESS_HOST"], "127.0.0.1");
     assert_eq!(env["SLESS_TIMEOUT_SEC"], "12");
     assert_eq!(env["SLESS_MEMORY_MB"], "256");
+    assert!(
+        env["SLESS_SOCKET"].contains("/run/sockets/") && env["SLESS_SOCKET"].ends_with(".sock"),
+        "{env:?}"
+    );
     let sha = f.status.code_sha256.unwrap();
     assert!(env["SLESS_CODE_DIR"].ends_with(&format!("builds/{NS}/env/{}/src", &sha[..12])));
     b.shutdown().await;

@@ -70,6 +70,8 @@ impl Inner {
             sandbox,
             control_fd: None,
             stdin_pipe: false,
+            // Its children get theirs when forked.
+            socket: None,
         })
     }
 
@@ -156,6 +158,8 @@ impl Inner {
             sandbox,
             control_fd: None,
             stdin_pipe: true,
+            // Its function's socket comes with its environment.
+            socket: None,
         })
     }
 
@@ -176,7 +180,7 @@ impl Inner {
             let started = match taken {
                 Some(mut m) => {
                     m.route(sink.clone());
-                    match m.spawned.assign(&launch.env).await {
+                    match m.spawned.assign(launch).await {
                         Ok(()) => Some(
                             m.spawned
                                 .wait_ready(launch)

@@ -160,6 +160,8 @@ impl Inner {
             super::sandbox::chown_tree(&dir, sl.plan.uid)?;
             launch.env.retain(|(k, _)| k != "SLESS_SOCKET");
         }
+        // Unsandboxed neither: no socket.
+        launch.socket = None;
         launch.args.extend([
             OsString::from("--once"),
             input.into_os_string(),

@@ -25,6 +25,7 @@ pub mod sandbox;
 pub mod scale;
 pub mod secrets;
 pub mod services;
+pub mod sockets;
 pub mod store;
 pub mod supervisor;
 pub mod triggers;
@@ -197,6 +198,9 @@ struct Inner {
     zygotes: zygote::Zygotes,
     /// Warm Node processes per namespace and memory size (see `warm`).
     warm: warm::WarmPool,
+    /// Unsandboxed: the unix sockets functions serve on (see `sockets`);
+    /// `None` when sandboxed, or when they serve on loopback TCP.
+    host_sockets: Option<Arc<sockets::HostSockets>>,
 }
 
 /// The local backend.
@@ -270,6 +274,12 @@ impl LocalBackend {
         }
         db.clear_processes()?;
         let _ = std::fs::remove_dir_all(data_dir.join("run"));
+        let host_sockets = match sandbox {
+            None => {
+                sockets::HostSockets::create(&data_dir.join("run").join("sockets")).map(Arc::new)
+            }
+            Some(_) => None,
+        };
         for lang in ["python", "node"] {
             // deps/<lang>/<ns>/.tmp-*
             if let Ok(namespaces) = std::fs::read_dir(data_dir.join("deps").join(lang)) {
@@ -306,6 +316,7 @@ impl LocalBackend {
             sandbox,
             zygotes: Default::default(),
             warm: Default::default(),
+            host_sockets,
         });
         if !inner.opts.warm_idle.is_zero() {
             tokio::spawn(coldstart::reap_idle_warm(Arc::downgrade(&inner)));
@@ -509,6 +520,7 @@ impl Inner {
             sandbox,
             control_fd: None,
             stdin_pipe: false,
+            socket: self.host_sockets.clone(),
         })
     }
 

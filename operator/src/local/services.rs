@@ -64,7 +64,9 @@ impl Inner {
             }
             None => supervisor::free_port()?,
         };
+        // The user's server listens on $PORT, not on a socket of ours.
         launch.env.retain(|(k, _)| k != "SLESS_SOCKET");
+        launch.socket = None;
         launch
             .env
             .retain(|(k, _)| !matches!(k.as_str(), "SLESS_PORT" | "SLESS_HOST" | "PORT" | "HOST"));

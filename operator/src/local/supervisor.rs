@@ -7,6 +7,7 @@ use super::build::pump_lines;
 use super::db::Db;
 use super::process::{GroupGuard, isolate, isolate_sandboxed, rss_kib, signal_group};
 use super::sandbox::{self, Plan, Prepared, Sandbox};
+use super::sockets::{self, HostSockets, SocketFile};
 use crate::api::upstream::Upstream;
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -49,6 +50,10 @@ pub struct Launch {
     /// its function's environment from it, see [`Spawned::assign`]);
     /// otherwise `/dev/null`.
     pub stdin_pipe: bool,
+    /// Unsandboxed and serving: where each process of this launch gets a
+    /// unix socket of its own (`SLESS_SOCKET`, set when it is spawned or
+    /// assigned); `None`: it serves on loopback TCP (or in its sandbox).
+    pub socket: Option<Arc<HostSockets>>,
 }
 
 /// The descriptor number [`Launch::control_fd`] gets in the process.
@@ -95,8 +100,11 @@ pub struct Proc {
     /// When it became ready.
     pub started: Instant,
     exited: watch::Receiver<Option<String>>,
-    /// Bound to the process's unix socket (sandboxed servers).
+    /// Bound to the process's unix socket (sandboxed servers, and
+    /// unsandboxed ones given a [`SocketFile`]).
     client: Option<Upstream>,
+    /// Its unix socket outside a sandbox, removed after the process.
+    _socket: Option<SocketFile>,
     /// Its sandbox's cgroup and socket dir (dropped after the guard).
     _guard: GroupGuard,
     sandboxed: Option<Arc<Prepared>>,
@@ -133,7 +141,7 @@ impl Proc {
     /// Where it serves, for log lines.
     pub fn endpoint(&self) -> String {
         if self.client.is_some() {
-            "its sandbox's unix socket".to_string()
+            "its unix socket".to_string()
         } else {
             format!("127.0.0.1:{}", self.port)
         }
@@ -240,13 +248,16 @@ pub struct Spawned {
     sandboxed: Option<Arc<Prepared>>,
     forked: bool,
     stdin: Option<tokio::process::ChildStdin>,
+    /// Its unix socket outside a sandbox (see [`Launch::socket`]).
+    socket: Option<SocketFile>,
 }
 
 /// Starts `launch` in its own process group: stdout (after a READY line) and
 /// stderr go to `sink`, the exit is recorded, nothing is awaited.
 pub fn spawn(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Spawned, String> {
+    let socket = host_socket(launch);
     // Kept open until the child has its copy (dropped when this returns).
-    let (mut cmd, sandboxed, _env_file) = command(launch)?;
+    let (mut cmd, sandboxed, _env_file) = command(launch, socket.as_ref())?;
     cmd.stdin(if launch.stdin_pipe {
         Stdio::piped()
     } else {
@@ -282,6 +293,7 @@ pub fn spawn(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Spawned, S
             guard,
             sandboxed,
             forked: false,
+            socket,
         },
         launch,
         stdout,
@@ -304,6 +316,25 @@ pub struct Tracked {
     pub sandboxed: Option<Arc<Prepared>>,
     /// Forked by a zygote (see [`Proc`]).
     pub forked: bool,
+    /// Its unix socket outside a sandbox ([`host_socket`]).
+    pub socket: Option<SocketFile>,
+}
+
+/// A socket of its own for the next process of `launch`, when it serves
+/// unsandboxed on one ([`Launch::socket`]).
+pub fn host_socket(launch: &Launch) -> Option<SocketFile> {
+    match (&launch.sandbox, &launch.socket) {
+        (None, Some(sockets)) => Some(sockets.allocate()),
+        _ => None,
+    }
+}
+
+/// `launch`'s environment, with `SLESS_SOCKET` naming `socket` if given.
+pub fn env_with(launch: &Launch, socket: Option<&SocketFile>) -> Vec<(String, String)> {
+    match socket {
+        Some(s) => sockets::with_socket(&launch.env, s.path()),
+        None => launch.env.clone(),
+    }
 }
 
 /// Pumps a started process's output to `sink` (stdout after the READY line),
@@ -327,6 +358,7 @@ where
         guard,
         sandboxed,
         forked,
+        socket,
     } = t;
 
     // stdout: the READY line (runtime servers only), then everything to the log.
@@ -401,6 +433,7 @@ where
         sandboxed,
         forked,
         stdin: None,
+        socket,
     }
 }
 
@@ -411,13 +444,14 @@ type Prepared3 = (Command, Option<Arc<Prepared>>, Option<std::os::fd::OwnedFd>);
 
 /// Sandboxed, the environment travels in the returned file (see
 /// [`sandbox::env_file`]), which must stay open until the spawn.
-fn command(launch: &Launch) -> Result<Prepared3, String> {
+/// Unsandboxed, `socket` (if any) is the process's `SLESS_SOCKET`.
+fn command(launch: &Launch, socket: Option<&SocketFile>) -> Result<Prepared3, String> {
     let Some(sl) = &launch.sandbox else {
         let mut cmd = Command::new(&launch.program);
         cmd.args(&launch.args)
             .current_dir(&launch.cwd)
             .env_clear()
-            .envs(launch.env.iter().map(|(k, v)| (k, v)));
+            .envs(env_with(launch, socket));
         isolate(&mut cmd);
         hand_over_control_fd(&mut cmd, launch.control_fd);
         return Ok((cmd, None, None));
@@ -477,15 +511,20 @@ impl Spawned {
     }
 
     /// Hands a warm process (`launch.stdin_pipe`) its function's environment:
-    /// NUL-separated `KEY=VALUE` on stdin, then end of input.
-    pub async fn assign(&mut self, env: &[(String, String)]) -> Result<(), String> {
+    /// NUL-separated `KEY=VALUE` on stdin, then end of input. Unsandboxed,
+    /// the environment names a unix socket of its own ([`Launch::socket`]).
+    pub async fn assign(&mut self, launch: &Launch) -> Result<(), String> {
         use tokio::io::AsyncWriteExt;
         let mut stdin = self
             .stdin
             .take()
             .ok_or("the process has no stdin to take an environment from")?;
+        if self.sandboxed.is_none() {
+            self.socket = host_socket(launch);
+        }
+        let env = env_with(launch, self.socket.as_ref());
         stdin
-            .write_all(&sandbox::env_block(env))
+            .write_all(&sandbox::env_block(&env))
             .await
             .map_err(|e| format!("cannot hand the warm process its environment: {e}"))?;
         drop(stdin);
@@ -559,10 +598,11 @@ impl Spawned {
 
     /// The process as a running [`Proc`] on `port`, under the memory watchdog.
     pub fn into_proc(self, port: u16, launch: &Launch) -> Arc<Proc> {
-        let client = if launch.sandbox.as_ref().is_some_and(|s| s.serves) {
-            self.socket_path().map(|sock| Upstream::unix(&sock))
-        } else {
-            None
+        let client = match (&launch.sandbox, &self.socket) {
+            (Some(s), _) if s.serves => self.socket_path().map(|sock| Upstream::unix(&sock)),
+            // `SLESS_READY socket=…` reads as port 0.
+            (None, Some(socket)) if port == 0 => Some(Upstream::unix(socket.path())),
+            _ => None,
         };
         let proc = Arc::new(Proc {
             pid: self.pid,
@@ -571,6 +611,7 @@ impl Spawned {
             started: Instant::now(),
             exited: self.exit_rx,
             client,
+            _socket: self.socket,
             _guard: self.guard,
             sandboxed: self.sandboxed,
             forked: self.forked,

@@ -183,7 +183,8 @@ impl Zygote {
         sandbox: Option<&Sandbox>,
         sink: LineSink,
     ) -> Result<Spawned, String> {
-        let mut env = launch.env.clone();
+        let socket = supervisor::host_socket(launch);
+        let mut env = supervisor::env_with(launch, socket.as_ref());
         let prepared = match (&self.socket_dir, sandbox, &launch.sandbox) {
             (Some((dir, uid)), Some(sb), Some(sl)) => {
                 let (prepared, inside) = sb.prepare_forked(dir, *uid, sl.plan.limits)?;
@@ -276,6 +277,7 @@ impl Zygote {
                 guard,
                 sandboxed: prepared.map(Arc::new),
                 forked: true,
+                socket,
             },
             launch,
             Some(stdout),
