@@ -9,7 +9,7 @@
 //! proxy's cost in CPU, kernel work for its sockets included, which
 //! callgrind's instruction counts (section 7) do not see.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::coldstart::{self, DirectServer};
@@ -152,6 +152,53 @@ struct Subject {
     language: &'static str,
     name: String,
     direct: DirectServer,
+    /// The direct server's own CPU cgroup (dropped after the server).
+    group: Option<CpuGroup>,
+}
+
+/// A CPU cgroup of one process, removed when dropped (after the process).
+///
+/// The sandbox puts each function process in cgroups of its own, and on two
+/// busy cores that alone changes how the scheduler shares them (a Node hello
+/// function served 1.6× the requests through the operator when moved into a
+/// CPU cgroup by hand, docs/performance.md). Under strict isolation the
+/// direct baseline gets a CPU cgroup of its own too (no quota), so that (a)
+/// and (b) are scheduled alike and the ratio measures the proxy.
+struct CpuGroup(PathBuf);
+
+impl CpuGroup {
+    /// Moves `pid` into a new CPU cgroup (cgroup v1's `cpu` hierarchy, or
+    /// the cgroup2 root when it offers `cpu`); `None` when none is writable.
+    fn own(pid: u32) -> Option<CpuGroup> {
+        let v2 = Path::new("/sys/fs/cgroup");
+        let root = ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.join("tasks").exists())
+            .or_else(|| {
+                std::fs::read_to_string(v2.join("cgroup.subtree_control"))
+                    .ok()
+                    .filter(|c| c.split_whitespace().any(|x| x == "cpu"))
+                    .map(|_| v2.to_path_buf())
+            })?;
+        let dir = root.join(format!("sless-bench-direct-{pid}"));
+        std::fs::create_dir_all(&dir).ok()?;
+        let group = CpuGroup(dir);
+        std::fs::write(group.0.join("cgroup.procs"), pid.to_string()).ok()?;
+        Some(group)
+    }
+}
+
+impl Drop for CpuGroup {
+    fn drop(&mut self) {
+        // Empty once its process is gone (the server is killed first).
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.0).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 /// Writes the hello code of `language`, starts it by hand and deploys it as
@@ -161,6 +208,7 @@ fn prepare(
     workspace: &Path,
     work: &Path,
     language: &'static str,
+    own_group: bool,
 ) -> Result<Subject> {
     let code = work.join(format!("code/invoke-{language}"));
     let (runtime, entry) = match language {
@@ -174,6 +222,17 @@ fn prepare(
         }
     };
     let direct = coldstart::spawn_direct(workspace, language, &code)?;
+    let group = if own_group {
+        let g = CpuGroup::own(direct.pid());
+        if g.is_none() {
+            println!(
+                "  (no CPU cgroup for the direct {language} server: scheduled in the root group)"
+            );
+        }
+        g
+    } else {
+        None
+    };
     let name = format!("{language}-hello");
     client.create_function(&name, runtime, entry)?;
     let (zip, hash) = fixtures::package(&code)?;
@@ -190,6 +249,7 @@ fn prepare(
         language,
         name,
         direct,
+        group,
     })
 }
 
@@ -219,7 +279,11 @@ pub fn run(
     let mut raw = serde_json::Map::new();
     raw.insert("isolation".into(), isolation.into());
     for language in ["python", "node"] {
-        let f = prepare(&client, workspace, out, language)?;
+        let f = prepare(&client, workspace, out, language, strict)?;
+        raw.insert(
+            format!("{language}_direct_own_cpu_cgroup"),
+            f.group.is_some().into(),
+        );
         let (function_pid, _) = client.process(&f.name)?;
         let proxied = Watched {
             operator: op.pid(),
