@@ -446,20 +446,20 @@ async fn a_failed_adoption_loses_nothing_and_the_next_apply_adopts() {
     .await;
     // What an apply interrupted after the operator stored its create leaves:
     // the function without code, here with another memory limit.
-    let http = reqwest::Client::new();
-    let left = http
-        .post(format!("{}{}", op.base_url, paths::functions(&ns)))
-        .bearer_auth(&token)
-        .json(&serde_json::json!({
+    let (status, left) = api_json(
+        &op,
+        &token,
+        reqwest::Method::POST,
+        &paths::functions(&ns),
+        Some(serde_json::json!({
             "name": "adopt-f",
             "runtime": "python3.11",
             "entrypoint": "main.handler",
             "memory_mb": 256,
-        }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(left.status(), 201, "{}", left.text().await.unwrap());
+        })),
+    )
+    .await;
+    assert_eq!(status, 201, "{left}");
 
     // 1. The adoption's PATCH fails: the apply says so with the operator's
     //    message, nothing is in state, and the leftover is still there,
@@ -473,19 +473,14 @@ async fn a_failed_adoption_loses_nothing_and_the_next_apply_adopts() {
     assert_eq!(losses.cut(), [paths::function(&ns, "adopt-f")]);
     let state = tf.ok(&["state", "list"]);
     assert!(state.trim().is_empty(), "nothing in state: {state}");
-    let f: Value = http
-        .get(format!(
-            "{}{}",
-            op.base_url,
-            paths::function(&ns, "adopt-f")
-        ))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, f) = api_json(
+        &op,
+        &token,
+        reqwest::Method::GET,
+        &paths::function(&ns, "adopt-f"),
+        None,
+    )
+    .await;
     assert_eq!(
         f["spec"]["memory_mb"], 256,
         "the leftover is unchanged: {f}"
@@ -503,20 +498,14 @@ async fn a_failed_adoption_loses_nothing_and_the_next_apply_adopts() {
     );
     let (code, plan) = tf.plan_code();
     assert_eq!(code, 0, "after adopting, the plan is clean:\n{plan}");
-    let r: Value = http
-        .post(format!(
-            "{}{}",
-            op.base_url,
-            paths::function_invoke(&ns, "adopt-f")
-        ))
-        .bearer_auth(&token)
-        .json(&serde_json::json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, r) = api_json(
+        &op,
+        &token,
+        reqwest::Method::POST,
+        &paths::function_invoke(&ns, "adopt-f"),
+        Some(serde_json::json!({})),
+    )
+    .await;
     assert_eq!(r["hello"], "adopt-f", "{r}");
     assert_eq!(
         object_names(&op, &token, &paths::functions(&ns)).await,

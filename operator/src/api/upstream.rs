@@ -1,6 +1,7 @@
 //! The proxy's HTTP client to functions' servers: hyper's pooled HTTP/1
 //! client (keep-alive connections, one pool per [`Upstream`]) over TCP, with
-//! `TCP_NODELAY`, or over a sandbox's unix socket.
+//! `TCP_NODELAY`, or over a function process's unix socket (its sandbox's,
+//! or its own under `<data-dir>/run/sockets` when unsandboxed).
 //!
 //! It replaced `reqwest` on the hot path (docs/decisions.md, "the invoke
 //! proxy on hyper's client"): the proxy needs no URL parsing, redirects,

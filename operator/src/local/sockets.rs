@@ -2,8 +2,7 @@
 //!
 //! Sandboxed, a function serves on its sandbox's unix socket (`sandbox.rs`).
 //! Unsandboxed it used to serve on a loopback TCP port, which every local
-//! user could call without a token, and which costs the proxy a second TCP
-//! exchange per request. Now each serving process of a function gets a
+//! user could call without a token. Now each serving process of a function gets a
 //! socket of its own, `<data-dir>/run/sockets/<n>.sock`, in a directory only
 //! the operator's user may enter (0700): its path goes to the process as
 //! `SLESS_SOCKET` when it is spawned (or, for a warm Node process, when it is

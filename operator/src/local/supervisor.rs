@@ -255,9 +255,9 @@ pub struct Spawned {
 /// Starts `launch` in its own process group: stdout (after a READY line) and
 /// stderr go to `sink`, the exit is recorded, nothing is awaited.
 pub fn spawn(launch: &Launch, db: &Arc<Db>, sink: LineSink) -> Result<Spawned, String> {
-    let socket = host_socket(launch);
+    let (socket, env) = socket_env(launch);
     // Kept open until the child has its copy (dropped when this returns).
-    let (mut cmd, sandboxed, _env_file) = command(launch, socket.as_ref())?;
+    let (mut cmd, sandboxed, _env_file) = command(launch, env)?;
     cmd.stdin(if launch.stdin_pipe {
         Stdio::piped()
     } else {
@@ -316,24 +316,21 @@ pub struct Tracked {
     pub sandboxed: Option<Arc<Prepared>>,
     /// Forked by a zygote (see [`Proc`]).
     pub forked: bool,
-    /// Its unix socket outside a sandbox ([`host_socket`]).
+    /// Its unix socket outside a sandbox ([`socket_env`]).
     pub socket: Option<SocketFile>,
 }
 
-/// A socket of its own for the next process of `launch`, when it serves
-/// unsandboxed on one ([`Launch::socket`]).
-pub fn host_socket(launch: &Launch) -> Option<SocketFile> {
+/// The environment of the next process of `launch`, and the socket of its
+/// own it is to serve on when it serves unsandboxed on one
+/// ([`Launch::socket`]: then `SLESS_SOCKET` names it).
+pub fn socket_env(launch: &Launch) -> (Option<SocketFile>, Vec<(String, String)>) {
     match (&launch.sandbox, &launch.socket) {
-        (None, Some(sockets)) => Some(sockets.allocate()),
-        _ => None,
-    }
-}
-
-/// `launch`'s environment, with `SLESS_SOCKET` naming `socket` if given.
-pub fn env_with(launch: &Launch, socket: Option<&SocketFile>) -> Vec<(String, String)> {
-    match socket {
-        Some(s) => sockets::with_socket(&launch.env, s.path()),
-        None => launch.env.clone(),
+        (None, Some(sockets)) => {
+            let socket = sockets.allocate();
+            let env = sockets::with_socket(&launch.env, socket.path());
+            (Some(socket), env)
+        }
+        _ => (None, launch.env.clone()),
     }
 }
 
@@ -444,19 +441,19 @@ type Prepared3 = (Command, Option<Arc<Prepared>>, Option<std::os::fd::OwnedFd>);
 
 /// Sandboxed, the environment travels in the returned file (see
 /// [`sandbox::env_file`]), which must stay open until the spawn.
-/// Unsandboxed, `socket` (if any) is the process's `SLESS_SOCKET`.
-fn command(launch: &Launch, socket: Option<&SocketFile>) -> Result<Prepared3, String> {
+/// `env` is the process's environment ([`socket_env`]).
+fn command(launch: &Launch, env: Vec<(String, String)>) -> Result<Prepared3, String> {
     let Some(sl) = &launch.sandbox else {
         let mut cmd = Command::new(&launch.program);
         cmd.args(&launch.args)
             .current_dir(&launch.cwd)
             .env_clear()
-            .envs(env_with(launch, socket));
+            .envs(env);
         isolate(&mut cmd);
         hand_over_control_fd(&mut cmd, launch.control_fd);
         return Ok((cmd, None, None));
     };
-    let env_file = sandbox::env_file(&launch.env)?;
+    let env_file = sandbox::env_file(&env)?;
     let mut plan = sl.plan.clone();
     let prepared = sl.sandbox.prepare(&mut plan, sl.serves)?;
     let program = sl.sandbox.program(&launch.program);
@@ -519,10 +516,8 @@ impl Spawned {
             .stdin
             .take()
             .ok_or("the process has no stdin to take an environment from")?;
-        if self.sandboxed.is_none() {
-            self.socket = host_socket(launch);
-        }
-        let env = env_with(launch, self.socket.as_ref());
+        let (socket, env) = socket_env(launch);
+        self.socket = socket;
         stdin
             .write_all(&sandbox::env_block(&env))
             .await

@@ -17,6 +17,7 @@
 use super::db::Db;
 use super::process::GroupGuard;
 use super::sandbox::{self, Sandbox};
+use super::sockets;
 use super::supervisor::{self, Launch, LineSink, Proc, Spawned, Tracked};
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -183,16 +184,11 @@ impl Zygote {
         sandbox: Option<&Sandbox>,
         sink: LineSink,
     ) -> Result<Spawned, String> {
-        let socket = supervisor::host_socket(launch);
-        let mut env = supervisor::env_with(launch, socket.as_ref());
+        let (socket, mut env) = supervisor::socket_env(launch);
         let prepared = match (&self.socket_dir, sandbox, &launch.sandbox) {
             (Some((dir, uid)), Some(sb), Some(sl)) => {
                 let (prepared, inside) = sb.prepare_forked(dir, *uid, sl.plan.limits)?;
-                for (k, v) in env.iter_mut() {
-                    if k == "SLESS_SOCKET" {
-                        *v = inside.clone();
-                    }
-                }
+                env = sockets::with_socket(&env, std::path::Path::new(&inside));
                 Some(prepared)
             }
             (None, None, None) => None,

@@ -434,18 +434,35 @@ where
     }
 }
 
+/// One call of the operator's REST API with `token` (a JSON body when
+/// given): the status and the answer as JSON (`null` when it is not JSON).
+pub async fn api_json(
+    op: &Operator,
+    token: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let url = format!("{}{path}", op.base_url);
+    let mut rb = reqwest::Client::new()
+        .request(method.clone(), &url)
+        .bearer_auth(token);
+    if let Some(b) = &body {
+        rb = rb.json(b);
+    }
+    let r = rb
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
 /// Names of the objects the operator lists at `path` (a collection such as
 /// `sless_wire::paths::functions(ns)`), sorted.
 pub async fn object_names(op: &Operator, token: &str, path: &str) -> Vec<String> {
-    let url = format!("{}{path}", op.base_url);
-    let r = reqwest::Client::new()
-        .get(&url)
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200, "GET {url}");
-    let body: Value = r.json().await.unwrap();
+    let (status, body) = api_json(op, token, reqwest::Method::GET, path, None).await;
+    assert_eq!(status, 200, "GET {path}: {body}");
     let items = body
         .as_array()
         .or_else(|| body["items"].as_array())

@@ -163,7 +163,7 @@ pub(crate) fn direct_start(workspace: &Path, language: &str, code: &Path) -> Res
 }
 
 /// Upload → Ready and first invoke through the operator: (ready ms, first ms).
-fn through_operator(
+pub(crate) fn through_operator(
     client: &Client,
     name: &str,
     runtime: &str,

@@ -234,17 +234,7 @@ fn prepare(
         None
     };
     let name = format!("{language}-hello");
-    client.create_function(&name, runtime, entry)?;
-    let (zip, hash) = fixtures::package(&code)?;
-    client.upload_code(&name, &zip, &hash)?;
-    client.wait_ready(&name, Duration::from_secs(300))?;
-    let r = client.invoke(&name, BODY)?;
-    if !r.is_success() {
-        return Err(BenchError::RunFailed(format!(
-            "first invoke of {name}: {}",
-            r.status
-        )));
-    }
+    coldstart::through_operator(client, &name, runtime, entry, &code)?;
     Ok(Subject {
         language,
         name,
@@ -262,13 +252,8 @@ pub fn run(
     l: Load,
 ) -> Result<()> {
     wrk::ensure_installed()?;
-    let strict = super::zero::running_as_root();
-    let isolation = if strict { "strict" } else { "none" };
-    let extra: &[&str] = if strict {
-        &[]
-    } else {
-        &["--isolation", "none"]
-    };
+    let (isolation, extra) = super::operator::default_isolation();
+    let strict = isolation == "strict";
     println!("section 1 on an operator with isolation {isolation} (the default as root)");
     let op = Operator::start_with(operator_bin, &out.join("operator-data-invoke"), extra)?;
     let client = op.client("bench-invoke")?;

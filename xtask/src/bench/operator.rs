@@ -11,6 +11,18 @@ use sless_wire::function::{Function, Phase};
 use super::error::{BenchError, Result, io};
 use super::http;
 
+/// The isolation an operator started here gets by default (strict when run
+/// as root, where bubblewrap's namespaces are available; `none` otherwise):
+/// its name and the `serve` arguments that select it.
+pub fn default_isolation() -> (&'static str, &'static [&'static str]) {
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0) {
+        ("strict", &[])
+    } else {
+        ("none", &["--isolation", "none"])
+    }
+}
+
 /// A running operator; stopped (SIGTERM, then SIGKILL) when dropped.
 pub struct Operator {
     child: Child,

@@ -45,11 +45,6 @@ pub struct Sizes {
     pub direct_runs: usize,
 }
 
-pub(super) fn running_as_root() -> bool {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
-}
-
 /// Milliseconds of one invoke through the operator (fails unless 2xx).
 fn timed_invoke(client: &Client, name: &str) -> Result<f64> {
     let t = Instant::now();
@@ -211,12 +206,7 @@ pub fn run(
     work: &Path,
     sizes: Sizes,
 ) -> Result<()> {
-    let strict = running_as_root();
-    let extra: &[&str] = if strict {
-        &[]
-    } else {
-        &["--isolation", "none"]
-    };
+    let (isolation, extra) = super::operator::default_isolation();
     let py = work.join("code/zero-py");
     let node = work.join("code/zero-node");
     fixtures::python_hello(&py, "zero")?;
@@ -335,7 +325,6 @@ pub fn run(
 
     let fresh_py_ms = stats::median(&fresh_py).unwrap_or(f64::NAN);
     let fresh_node_ms = stats::median(&fresh_node).unwrap_or(f64::NAN);
-    let isolation = if strict { "strict" } else { "none" };
     let n = sizes.functions;
     report.ratio(
         SECTION,
